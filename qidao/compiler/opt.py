@@ -1,0 +1,79 @@
+"""``qidao-opt``: xDSL's opt driver with the tg dialect and every qidao pass.
+
+It behaves like ``mlir-opt``/``xdsl-opt`` (``-p`` pipelines, ``--print-between-passes``,
+``--time-passes``, ``--split-input-file``, ``--verify-diagnostics``,
+``--print-op-generic``) and adds ``--print-ir-after=PASS`` to print the IR after one
+pass only. qidao's passes take precedence over xDSL's passes of the same name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from qidao.dialects import all_dialects
+from qidao.passes import all_passes
+
+
+class QidaoOptMain(xDSLOptMain):
+    def __init__(self, args: Sequence[str] | None = None) -> None:
+        super().__init__(description="qidao modular optimizer driver", args=args)
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        for name, factory in all_dialects().items():
+            if name in self.ctx.registered_dialect_names:
+                continue
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--print-ir-after",
+            action="append",
+            default=[],
+            metavar="PASS",
+            help="print the IR after each run of the named pass (repeatable)",
+        )
+
+    def setup_pipeline(self) -> None:
+        super().setup_pipeline()
+        wanted = set(self.args.print_ir_after)
+        unknown = wanted - set(self.available_passes)
+        if unknown:
+            raise SystemExit(
+                f"qidao-opt: --print-ir-after names unknown pass(es): "
+                f"{', '.join(sorted(unknown))}"
+            )
+        if not wanted:
+            return
+        previous = self.pipeline.callback
+
+        def callback(
+            done: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
+        ) -> None:
+            if previous is not None:
+                previous(done, module, upcoming)
+            if done is not None and done.name in wanted:
+                print(f"// -----// IR after {done.name} //----- //")
+                print(module)
+
+        self.pipeline = type(self.pipeline)(self.pipeline.passes, callback)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    QidaoOptMain(args=argv).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

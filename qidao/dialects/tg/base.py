@@ -1,0 +1,92 @@
+"""Shared pieces of tg op definitions: operand checks and the op families.
+
+Every tg op takes and returns tensors (value semantics, static shapes). Result types
+are inferred by the op's constructor and checked again by its verifier, so a builder
+never spells a result type and a hand-written ``.mlir`` file can never lie about one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.utils.exceptions import VerifyException
+
+from qidao.dialects.tg.types import fmt_shape, is_float, verify_tensor_type
+
+
+class TgOp(IRDLOperation):
+    """Base of every tg op: operands and results are verified tg tensors."""
+
+    def verify_tensors(self) -> None:
+        for i, operand in enumerate(self.operands):
+            verify_tensor_type(operand.type, f"{self.name} operand #{i}")
+        for i, result in enumerate(self.results):
+            verify_tensor_type(result.type, f"{self.name} result #{i}")
+
+    def expect_result_type(self, expected: Attribute) -> None:
+        """The result type must equal the one the op's rules give."""
+        got = self.results[0].type
+        if got != expected:
+            operands = ", ".join(str(o.type) for o in self.operands)
+            raise VerifyException(
+                f"{self.name} on ({operands}) must produce {expected}, but its result "
+                f"type is {got}"
+            )
+
+    def expect_float(self) -> None:
+        for i, operand in enumerate(self.operands):
+            if not is_float(operand.type):
+                raise VerifyException(
+                    f"{self.name} expects float tensors, but operand #{i} is "
+                    f"{operand.type}"
+                )
+
+    def expect_same_element_type(self) -> None:
+        types = [o.type for o in self.operands]
+        elements = {t.get_element_type() for t in types if isinstance(t, TensorType)}
+        if len(elements) > 1:
+            listed = ", ".join(str(t) for t in types)
+            raise VerifyException(
+                f"{self.name} expects operands of one element type, got ({listed})"
+            )
+
+
+def tensor(value: SSAValue, what: str = "operand") -> TensorType[Attribute]:
+    t = value.type
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"{what} must be a tensor, got {t}")
+    return t
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def ints(attr: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values())
+
+
+def normalize_axis(axis: int, rank: int, op: str) -> int:
+    """A non-negative axis, or a verifier error naming the op and the rank."""
+    if not -rank <= axis < max(rank, 1):
+        raise VerifyException(
+            f"{op}: axis {axis} is out of range for a tensor of rank {rank}"
+        )
+    return axis % rank if rank else 0
+
+
+def expect_length(op: str, what: str, values: Sequence[int], length: int) -> None:
+    if len(values) != length:
+        raise VerifyException(
+            f"{op}: {what} must have {length} values, got {fmt_shape(values)}"
+        )
+
+
+class HasExample:
+    """Marker for docs: every tg op's docstring carries an MLIR example."""
+
+    example: ClassVar[str] = ""

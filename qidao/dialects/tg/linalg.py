@@ -1,0 +1,212 @@
+"""Contractions: ``tg.matmul`` (2-D and batched) and ``tg.conv2d`` (NCHW)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, TensorType
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from qidao.dialects.tg.base import TgOp, expect_length, i64_array, ints, tensor
+from qidao.dialects.tg.layout import broadcast_shapes
+from qidao.dialects.tg.types import fmt_shape, tensor_type
+
+
+@irdl_op_definition
+class MatmulOp(TgOp):
+    """Matrix product with NumPy ``matmul`` semantics for rank >= 2.
+
+    ``[..., M, K] x [..., K, N] -> [..., M, N]``; the batch dimensions broadcast.
+
+    ```mlir
+    %y = tg.matmul %x, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+    ```
+    """
+
+    name = "tg.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` "
+        "`->` type($result)"
+    )
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue) -> None:
+        t = self.infer(tensor(lhs), tensor(rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[t])
+
+    @staticmethod
+    def infer(lhs: TensorType[Attribute], rhs: TensorType[Attribute]) -> Attribute:
+        a, b = lhs.get_shape(), rhs.get_shape()
+        if len(a) < 2 or len(b) < 2:
+            raise VerifyException(
+                f"tg.matmul expects operands of rank >= 2, got {fmt_shape(a)} and "
+                f"{fmt_shape(b)} (reshape a vector to a 1xK or Kx1 matrix first)"
+            )
+        if a[-1] != b[-2]:
+            raise VerifyException(
+                f"tg.matmul: contraction sizes differ: lhs {fmt_shape(a)} has K = "
+                f"{a[-1]} but rhs {fmt_shape(b)} has K = {b[-2]}"
+            )
+        batch = broadcast_shapes(a[:-2], b[:-2])
+        if batch is None:
+            raise VerifyException(
+                f"tg.matmul: batch dimensions {fmt_shape(a[:-2])} and "
+                f"{fmt_shape(b[:-2])} are not broadcastable"
+            )
+        return tensor_type((*batch, a[-2], b[-1]), lhs.get_element_type())
+
+    def verify_(self) -> None:
+        self.verify_tensors()
+        self.expect_float()
+        self.expect_same_element_type()
+        self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs)))
+
+
+def conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
+    """Output length of a 1-D window sweep: floor((size + pad - d(k-1) - 1)/s) + 1."""
+    return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+@irdl_op_definition
+class Conv2dOp(TgOp):
+    """2-D convolution (cross-correlation) over NCHW input, FCHW weight.
+
+    ``padding`` is ``[top, left, bottom, right]``; ``groups`` splits the channels:
+    the weight has ``C / groups`` input channels, ``F`` must divide by ``groups``.
+    The bias is optional.
+
+    ```mlir
+    %y = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+    ```
+    """
+
+    name = "tg.conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    strides = prop_def(DenseArrayBase.constr(I64))
+    padding = prop_def(DenseArrayBase.constr(I64))
+    dilation = prop_def(DenseArrayBase.constr(I64))
+    groups = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? `strides` `=` $strides `padding` `=` "
+        "$padding `dilation` `=` $dilation `groups` `=` $groups attr-dict `:` "
+        "`(` type($input) `,` type($weight) (`,` type($bias)^)? `)` `->` "
+        "type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None = None,
+        *,
+        strides: Sequence[int] = (1, 1),
+        padding: Sequence[int] = (0, 0, 0, 0),
+        dilation: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ) -> None:
+        t = self.infer(
+            tensor(input),
+            tensor(weight),
+            None if bias is None else tensor(bias),
+            tuple(strides),
+            tuple(padding),
+            tuple(dilation),
+            groups,
+        )
+        super().__init__(
+            operands=[input, weight, [] if bias is None else [bias]],
+            result_types=[t],
+            properties={
+                "strides": i64_array(strides),
+                "padding": i64_array(padding),
+                "dilation": i64_array(dilation),
+                "groups": IntegerAttr(groups, 64),
+            },
+        )
+
+    @staticmethod
+    def infer(
+        input: TensorType[Attribute],
+        weight: TensorType[Attribute],
+        bias: TensorType[Attribute] | None,
+        strides: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+    ) -> Attribute:
+        op = "tg.conv2d"
+        expect_length(op, "strides", strides, 2)
+        expect_length(op, "padding [top, left, bottom, right]", padding, 4)
+        expect_length(op, "dilation", dilation, 2)
+        if min(strides) < 1 or min(dilation) < 1 or min(padding) < 0:
+            raise VerifyException(
+                f"{op}: strides and dilation must be >= 1 and padding >= 0, got "
+                f"strides {fmt_shape(strides)}, dilation {fmt_shape(dilation)}, "
+                f"padding {fmt_shape(padding)}"
+            )
+        x, w = input.get_shape(), weight.get_shape()
+        if len(x) != 4 or len(w) != 4:
+            raise VerifyException(
+                f"{op} expects a rank-4 NCHW input and FCHW weight, got "
+                f"{fmt_shape(x)} and {fmt_shape(w)}"
+            )
+        n, c, h, wd = x
+        f, cg, kh, kw = w
+        if groups < 1 or c % groups or f % groups:
+            raise VerifyException(
+                f"{op}: groups = {groups} must divide the input channels ({c}) and "
+                f"the output channels ({f})"
+            )
+        if cg != c // groups:
+            raise VerifyException(
+                f"{op}: weight {fmt_shape(w)} has {cg} input channels per group, "
+                f"expected C / groups = {c} / {groups} = {c // groups}"
+            )
+        if bias is not None and bias.get_shape() != (f,):
+            raise VerifyException(
+                f"{op}: bias must have shape [{f}] (one per output channel), got "
+                f"{fmt_shape(bias.get_shape())}"
+            )
+        oh = conv_output_size(h, kh, strides[0], padding[0] + padding[2], dilation[0])
+        ow = conv_output_size(wd, kw, strides[1], padding[1] + padding[3], dilation[1])
+        if oh < 1 or ow < 1:
+            raise VerifyException(
+                f"{op}: the {kh}x{kw} kernel (dilation {fmt_shape(dilation)}) does not "
+                f"fit the padded {h}x{wd} input"
+            )
+        return tensor_type((n, f, oh, ow), input.get_element_type())
+
+    def verify_(self) -> None:
+        self.verify_tensors()
+        self.expect_float()
+        self.expect_same_element_type()
+        self.expect_result_type(
+            self.infer(
+                tensor(self.input),
+                tensor(self.weight),
+                None if self.bias is None else tensor(self.bias),
+                ints(self.strides),
+                ints(self.padding),
+                ints(self.dilation),
+                self.groups.value.data,
+            )
+        )
