@@ -86,9 +86,7 @@ class _IndexBuilder:
         if value in self.constants:
             return self.constants[value]
         owner = value.owner
-        if isinstance(owner, arith.ConstantOp) and isinstance(
-            owner.value, IntegerAttr
-        ):
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
             return owner.value.value.data
         return None
 

@@ -32,6 +32,7 @@ from qidao.dialects.tg.elementwise import (
     TanhOp,
     UnaryElementwiseOp,
 )
+from qidao.dialects.tg.fused import FusedOp, YieldOp
 from qidao.dialects.tg.layout_ops import (
     BroadcastOp,
     ContiguousOp,
@@ -62,6 +63,7 @@ TG = Dialect(
         Conv2dOp,
         DivOp,
         ExpOp,
+        FusedOp,
         LogOp,
         MatmulOp,
         MaxOp,
@@ -81,6 +83,7 @@ TG = Dialect(
         TanhOp,
         TransposeOp,
         ViewOp,
+        YieldOp,
     ],
     [],
 )
@@ -99,6 +102,7 @@ __all__ = [
     "Conv2dOp",
     "DivOp",
     "ExpOp",
+    "FusedOp",
     "LogOp",
     "MatmulOp",
     "MaxOp",
@@ -122,4 +126,5 @@ __all__ = [
     "TransposeOp",
     "UnaryElementwiseOp",
     "ViewOp",
+    "YieldOp",
 ]

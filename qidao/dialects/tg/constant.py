@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType
-from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer

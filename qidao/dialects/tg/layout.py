@@ -21,7 +21,9 @@ def contiguous_strides(shape: Sequence[int]) -> Shape:
     return tuple(strides)
 
 
-def is_contiguous(shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> bool:
+def is_contiguous(
+    shape: Sequence[int], strides: Sequence[int], offset: int = 0
+) -> bool:
     """True when the layout is plain row-major storage starting at element 0.
 
     Strides of size-1 dimensions do not matter, as in PyTorch.
@@ -67,9 +69,7 @@ def view_strides(
             and strides[tensor_d - 1] != tensor_numel * chunk_base_stride
         )
         if chunk_ends:
-            while view_d >= 0 and (
-                view_numel < tensor_numel or new_shape[view_d] == 1
-            ):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * chunk_base_stride
                 view_numel *= new_shape[view_d]
                 view_d -= 1

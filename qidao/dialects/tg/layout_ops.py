@@ -50,7 +50,9 @@ class ShapeOp(TgOp):
 
     def verify_(self) -> None:
         self.verify_tensors()
-        self.expect_result_type(self.infer(tensor(self.input), shape_of(self.result.type)))
+        self.expect_result_type(
+            self.infer(tensor(self.input), shape_of(self.result.type))
+        )
 
 
 def _check_numel(op: str, input: TensorType[Attribute], shape: tuple[int, ...]) -> None:
@@ -161,7 +163,9 @@ class ReshapeOp(ShapeOp):
     def is_copy(self) -> bool:
         """True when the lowering must copy (the layout has no such view)."""
         t = tensor(self.input)
-        return view_strides(shape_of(t), strides_of(t), shape_of(self.result.type)) is None
+        return (
+            view_strides(shape_of(t), strides_of(t), shape_of(self.result.type)) is None
+        )
 
 
 @irdl_op_definition

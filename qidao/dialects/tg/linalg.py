@@ -76,7 +76,9 @@ class MatmulOp(TgOp):
         self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs)))
 
 
-def conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
+def conv_output_size(
+    size: int, kernel: int, stride: int, pad: int, dilation: int
+) -> int:
     """Output length of a 1-D window sweep: floor((size + pad - d(k-1) - 1)/s) + 1."""
     return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
 

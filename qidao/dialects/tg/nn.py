@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
-    FloatAttr,
     Float32Type,
+    FloatAttr,
     IntegerAttr,
     TensorType,
     UnitAttr,
@@ -116,15 +116,21 @@ class Pool2dOp(TgOp):
         if len(shape) != 4:
             raise VerifyException(f"{op} expects a rank-4 NCHW input, got {input}")
         n, c, h, w = shape
-        if padding[0] >= kernel[0] or padding[2] >= kernel[0] or (
-            padding[1] >= kernel[1] or padding[3] >= kernel[1]
+        if (
+            padding[0] >= kernel[0]
+            or padding[2] >= kernel[0]
+            or (padding[1] >= kernel[1] or padding[3] >= kernel[1])
         ):
             raise VerifyException(
                 f"{op}: padding {fmt_shape(padding)} must be smaller than the kernel "
                 f"{fmt_shape(kernel)}"
             )
-        oh = conv_output_size(h, kernel[0], strides[0], padding[0] + padding[2], dilation[0])
-        ow = conv_output_size(w, kernel[1], strides[1], padding[1] + padding[3], dilation[1])
+        oh = conv_output_size(
+            h, kernel[0], strides[0], padding[0] + padding[2], dilation[0]
+        )
+        ow = conv_output_size(
+            w, kernel[1], strides[1], padding[1] + padding[3], dilation[1]
+        )
         if oh < 1 or ow < 1:
             raise VerifyException(
                 f"{op}: the window {fmt_shape(kernel)} does not fit the padded "
@@ -137,7 +143,9 @@ class Pool2dOp(TgOp):
         self.expect_float()
         kernel, strides, padding = self.pool_geometry()
         self.expect_result_type(
-            self.infer_pool(tensor(self.input), kernel, strides, padding, self.dilations())
+            self.infer_pool(
+                tensor(self.input), kernel, strides, padding, self.dilations()
+            )
         )
 
 

@@ -48,7 +48,9 @@ class ReduceOp(TgOp):
     def reduced_axes(self) -> tuple[int, ...]:
         """The reduced dimensions, non-negative and sorted."""
         rank = len(tensor(self.input).get_shape())
-        return tuple(sorted(normalize_axis(a, rank, self.name) for a in ints(self.axes)))
+        return tuple(
+            sorted(normalize_axis(a, rank, self.name) for a in ints(self.axes))
+        )
 
     @classmethod
     def infer(

@@ -1,0 +1,98 @@
+"""``tg.fused``: a fusion group, the unit that becomes one kernel.
+
+The ``fuse`` pass moves a producer→consumer chain into the body of a ``tg.fused``
+op; the lowering emits the whole body as a single loop nest, so intermediates live in
+registers instead of memory. The body's block arguments stand for the group's inputs
+and ``tg.yield`` names the group's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from qidao.dialects.tg.base import TgOp
+
+
+@irdl_op_definition
+class FusedOp(TgOp):
+    """A fusion group: the body's ops run as one kernel.
+
+    ```mlir
+    %y = tg.fused %x, %b : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32> {
+    ^bb0(%xa: tensor<8xf32>, %ba: tensor<8xf32>):
+      %s = tg.add %xa, %ba : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+      %r = tg.relu %s : tensor<8xf32> -> tensor<8xf32>
+      tg.yield %r : tensor<8xf32>
+    }
+    ```
+    """
+
+    name = "tg.fused"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    body = region_def("single_block")
+    traits = traits_def(Pure(), IsolatedFromAbove())
+    assembly_format = (
+        "$inputs attr-dict `:` `(` type($inputs) `)` `->` type($outputs) $body"
+    )
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        body: Region,
+    ) -> None:
+        super().__init__(operands=[inputs], result_types=[result_types], regions=[body])
+
+    @staticmethod
+    def empty_body(inputs: Sequence[SSAValue]) -> Region:
+        return Region(Block(arg_types=[i.type for i in inputs]))
+
+    def verify_(self) -> None:
+        self.verify_tensors()
+        block = self.body.block
+        arg_types = [a.type for a in block.args]
+        in_types = [i.type for i in self.inputs]
+        if arg_types != in_types:
+            raise VerifyException(
+                f"tg.fused: body arguments {arg_types} must match the inputs {in_types}"
+            )
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException("tg.fused: the body must end with tg.yield")
+        yielded = [v.type for v in last.values]
+        out = [r.type for r in self.results]
+        if yielded != out:
+            raise VerifyException(
+                f"tg.fused: tg.yield returns {yielded} but the op's results are {out}"
+            )
+
+
+@irdl_op_definition
+class YieldOp(TgOp):
+    """Ends a ``tg.fused`` body and names its results.
+
+    ```mlir
+    tg.yield %r : tensor<8xf32>
+    ```
+    """
+
+    name = "tg.yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), HasParent(FusedOp), Pure())
+    assembly_format = "$values attr-dict `:` type($values)"
+
+    def __init__(self, *values: SSAValue) -> None:
+        super().__init__(operands=[values])

@@ -1,0 +1,225 @@
+"""``convert-to-llvm`` handlers for the memref dialect (not a pass).
+
+A memref value is a bare ``!llvm.ptr`` to element 0 of its underlying allocation; the
+static layout of the memref's type says where its elements lie:
+``&m[i0, .., ik] = ptr + offset + sum(i_j * stride_j)`` (in elements, one inbounds
+GEP). So views (``reinterpret_cast``, ``subview``, ``cast``, ``expand_shape``,
+``collapse_shape``), whose result types carry offsets relative to the same
+allocation, are pointer pass-throughs. ``alloc`` calls ``aligned_alloc(64, bytes)``
+(bytes rounded up to 64) and ``dealloc`` calls ``free``; ``alloca`` is a 64-byte
+aligned ``llvm.alloca``. ``copy`` is a ``memcpy`` when both sides are dense row-major,
+and an element loop otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+from xdsl.dialects import llvm, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ShapedType, i1, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from qidao.passes._llvm_lowering import (
+    NSW,
+    FunctionLowering,
+    Handler,
+    LoweringError,
+    element_bytes,
+    static_layout,
+)
+
+ALIGNMENT = 64
+
+
+def _memref_type(value: SSAValue) -> MemRefType[Attribute]:
+    t = value.type
+    if not isinstance(t, MemRefType):
+        raise LoweringError(f"convert-to-llvm: expected a memref, got {t}")
+    return t
+
+
+def element_address(
+    fl: FunctionLowering,
+    t: MemRefType[Attribute],
+    base: SSAValue,
+    indices: Sequence[SSAValue],
+) -> SSAValue:
+    """``base + offset + sum(index * stride)`` as one inbounds GEP on the element type."""
+    strides, offset = static_layout(t)
+    linear: SSAValue | None = None
+    for index, stride in zip(indices, strides, strict=True):
+        if stride == 0:
+            continue
+        term = index
+        if stride != 1:
+            term = fl.emit_value(llvm.MulOp(index, fl.const(stride), overflow=NSW))
+        linear = (
+            term
+            if linear is None
+            else fl.emit_value(llvm.AddOp(linear, term, overflow=NSW))
+        )
+    if offset != 0:
+        linear = (
+            fl.const(offset)
+            if linear is None
+            else fl.emit_value(llvm.AddOp(linear, fl.const(offset), overflow=NSW))
+        )
+    if linear is None:
+        return base
+    gep = llvm.GEPOp(
+        base,
+        [llvm.GEP_USE_SSA_VAL],
+        t.element_type,
+        ssa_indices=[linear],
+        inbounds=True,
+    )
+    return fl.emit_value(gep)
+
+
+def footprint(t: MemRefType[Attribute]) -> int:
+    """Elements from the allocation's start to one past the last element of ``t``."""
+    strides, offset = static_layout(t)
+    shape = t.get_shape()
+    if any(d == 0 for d in shape):
+        return offset
+    return offset + 1 + sum((d - 1) * s for d, s in zip(shape, strides, strict=True))
+
+
+def _load(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.LoadOp)
+    t = _memref_type(op.memref)
+    indices = [fl.get(i) for i in op.indices]
+    ptr = element_address(fl, t, fl.get(op.memref), indices)
+    fl.bind(op.res, fl.emit_value(llvm.LoadOp(ptr, t.element_type)))
+
+
+def _store(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.StoreOp)
+    t = _memref_type(op.memref)
+    indices = [fl.get(i) for i in op.indices]
+    ptr = element_address(fl, t, fl.get(op.memref), indices)
+    fl.emit(llvm.StoreOp(fl.get(op.value), ptr))
+
+
+def _alloc(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.AllocOp)
+    t = _memref_type(op.memref)
+    size = footprint(t) * element_bytes(t.element_type)
+    size = max(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
+    ptr = fl.call_extern(
+        "aligned_alloc",
+        [fl.const(ALIGNMENT), fl.const(size)],
+        llvm.LLVMPointerType(),
+    )
+    assert ptr is not None
+    fl.bind(op.memref, ptr)
+
+
+def _alloca(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.AllocaOp)
+    t = _memref_type(op.memref)
+    count = fl.const(max(1, footprint(t)))
+    alloca = llvm.AllocaOp(count, t.element_type, alignment=ALIGNMENT)
+    fl.bind(op.memref, fl.emit_value(alloca))
+
+
+def _dealloc(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.DeallocOp)
+    fl.call_extern("free", [fl.get(op.memref)], None)
+
+
+def _view(op: Operation, fl: FunctionLowering) -> None:
+    """A view of static layout is the same pointer (offsets live in the type)."""
+    static_layout(_memref_type(op.results[0]))
+    fl.bind(op.results[0], fl.get(op.operands[0]))
+
+
+def _is_dense(t: MemRefType[Attribute]) -> bool:
+    strides, _ = static_layout(t)
+    expected = ShapedType.strides_for_shape(t.get_shape())
+    return all(
+        d == 1 or s == e
+        for d, s, e in zip(t.get_shape(), strides, expected, strict=True)
+    )
+
+
+def _copy(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.CopyOp)
+    src_t, dst_t = _memref_type(op.source), _memref_type(op.destination)
+    src, dst = fl.get(op.source), fl.get(op.destination)
+    rank = src_t.get_rank()
+    count = prod(src_t.get_shape())
+    if count == 0:
+        return
+    if _is_dense(src_t) and _is_dense(dst_t):
+        zeros = [fl.const(0)] * rank
+        src_ptr = element_address(fl, src_t, src, zeros)
+        dst_ptr = element_address(fl, dst_t, dst, zeros)
+        nbytes = fl.const(count * element_bytes(src_t.element_type))
+        volatile = fl.const(0, i1)
+        fl.emit(
+            llvm.CallIntrinsicOp(
+                "llvm.memcpy.p0.p0.i64", [dst_ptr, src_ptr, nbytes, volatile], []
+            )
+        )
+        return
+    _copy_loop(fl, src_t, src, dst_t, dst, count)
+
+
+def _copy_loop(
+    fl: FunctionLowering,
+    src_t: MemRefType[Attribute],
+    src: SSAValue,
+    dst_t: MemRefType[Attribute],
+    dst: SSAValue,
+    count: int,
+) -> None:
+    """for (i = 0; i < count; ++i) dst[unravel(i)] = src[unravel(i)]"""
+    exit_block = fl.new_block_after()
+    body = fl.new_block_after()
+    header = fl.new_block_after([i64])
+    fl.emit(llvm.BrOp(header, fl.const(0)))
+
+    fl.block = header
+    i = header.args[0]
+    in_range = fl.emit_value(
+        llvm.ICmpOp(i, fl.const(count), IntegerAttr(2, 64))  # slt
+    )
+    fl.emit(llvm.CondBrOp(in_range, body, [], exit_block, []))
+
+    fl.block = body
+    indices: list[SSAValue] = []
+    shape = src_t.get_shape()
+    for k, (dim, inner) in enumerate(
+        zip(shape, ShapedType.strides_for_shape(shape), strict=True)
+    ):
+        index = i
+        if inner != 1:
+            index = fl.emit_value(llvm.SDivOp(index, fl.const(inner)))
+        if k != 0:  # the outermost index is already below its extent
+            index = fl.emit_value(llvm.SRemOp(index, fl.const(dim)))
+        indices.append(index)
+    value = fl.emit_value(
+        llvm.LoadOp(element_address(fl, src_t, src, indices), src_t.element_type)
+    )
+    fl.emit(llvm.StoreOp(value, element_address(fl, dst_t, dst, indices)))
+    next_i = fl.emit_value(llvm.AddOp(i, fl.const(1), overflow=NSW))
+    fl.emit(llvm.BrOp(header, next_i))
+
+    fl.block = exit_block
+
+
+HANDLERS: dict[type[Operation], Handler] = {
+    memref.LoadOp: _load,
+    memref.StoreOp: _store,
+    memref.AllocOp: _alloc,
+    memref.AllocaOp: _alloca,
+    memref.DeallocOp: _dealloc,
+    memref.ReinterpretCastOp: _view,
+    memref.SubviewOp: _view,
+    memref.CastOp: _view,
+    memref.ExpandShapeOp: _view,
+    memref.CollapseShapeOp: _view,
+    memref.CopyOp: _copy,
+}
