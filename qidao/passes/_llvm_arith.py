@@ -38,7 +38,7 @@ def fastmath_of(op: Operation) -> llvm.FastMathAttr:
     flags = op.properties.get("fastmath")
     if not isinstance(flags, arith.FastMathFlagsAttr):
         return llvm.FastMathAttr(None)
-    return llvm.FastMathAttr([llvm.FastMathFlag(f.value) for f in flags.data])
+    return llvm.FastMathAttr(flags.data)
 
 
 def type_suffix(t: Attribute) -> str:
@@ -46,7 +46,7 @@ def type_suffix(t: Attribute) -> str:
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
     if isinstance(t, AnyFloat):
-        return f"f{t.bitwidth}"
+        return f"f{int(t.bitwidth)}"
     raise LoweringError(f"convert-to-llvm: no intrinsic suffix for {t}")
 
 
@@ -54,10 +54,12 @@ def _width(t: Attribute) -> int:
     t = convert_type(t)
     if not isinstance(t, IntegerType):
         raise LoweringError(f"convert-to-llvm: expected an integer type, got {t}")
-    return t.width.data
+    return int(t.width.data)
 
 
-def _intrinsic(fl: FunctionLowering, name: str, args: list[SSAValue], res: Attribute):
+def _intrinsic(
+    fl: FunctionLowering, name: str, args: list[SSAValue], res: Attribute
+) -> SSAValue:
     return fl.emit_value(llvm.CallIntrinsicOp(name, args, [res]))
 
 
@@ -143,7 +145,7 @@ def _cmpi(op: Operation, fl: FunctionLowering) -> None:
     fl.bind(op.result, fl.emit_value(llvm.ICmpOp(lhs, rhs, code)))
 
 
-_MINMAX_PRED = {
+_MINMAX_PRED: dict[type[Operation], str] = {
     arith.MinSIOp: "slt",
     arith.MaxSIOp: "sgt",
     arith.MinUIOp: "ult",
@@ -206,7 +208,9 @@ def _constant(op: Operation, fl: FunctionLowering) -> None:
 # -- casts --------------------------------------------------------------------------
 
 
-def _int_resize(fl: FunctionLowering, x: SSAValue, to: Attribute, signed: bool):
+def _int_resize(
+    fl: FunctionLowering, x: SSAValue, to: Attribute, signed: bool
+) -> SSAValue:
     src, dst = _width(x.type), _width(to)
     to = convert_type(to)
     if src == dst:
@@ -266,7 +270,7 @@ def _bitcast(op: Operation, fl: FunctionLowering) -> None:
 
 # -- math ---------------------------------------------------------------------------
 
-_MATH_UNARY: dict[type[Operation], type[Operation]] = {
+_MATH_UNARY: dict[type[Operation], Callable[..., Operation]] = {
     math.ExpOp: llvm.FExpOp,
     math.LogOp: llvm.FLogOp,
     math.SqrtOp: llvm.FSqrtOp,
@@ -307,7 +311,11 @@ _MATH_LIBM: dict[type[Operation], str] = {
 
 def _math_unary(op: Operation, fl: FunctionLowering) -> None:
     (x,) = fl.operands(op)
-    new = _MATH_UNARY[type(op)](x)  # type: ignore[call-arg]
+    cls = _MATH_UNARY[type(op)]
+    if cls is llvm.FAbsOp:
+        new: Operation = llvm.FAbsOp(x, x.type, fastmath_of(op))
+    else:
+        new = cls(x, fastmath_of(op))
     fl.bind(op.results[0], fl.emit_value(new))
 
 

@@ -59,9 +59,9 @@ def static_layout(t: MemRefType[Attribute]) -> tuple[tuple[int, ...], int]:
 def element_bytes(t: Attribute) -> int:
     """Bytes per element in memory (i1 takes one byte, as in NumPy)."""
     if isinstance(t, IntegerType):
-        return max(1, (t.width.data + 7) // 8)
+        return max(1, (int(t.width.data) + 7) // 8)
     if isinstance(t, AnyFloat):
-        return t.bitwidth // 8
+        return int(t.bitwidth) // 8
     raise LoweringError(f"convert-to-llvm: unsupported element type {t}")
 
 
@@ -109,7 +109,7 @@ class FunctionLowering:
         t = convert_type(t)
         attr: Attribute
         if isinstance(t, IntegerType):
-            attr = IntegerAttr(value, t)
+            attr = IntegerAttr(int(value), t)
         elif isinstance(t, AnyFloat):
             attr = FloatAttr(float(value), t)
         else:

@@ -8,7 +8,8 @@ GEP). So views (``reinterpret_cast``, ``subview``, ``cast``, ``expand_shape``,
 allocation, are pointer pass-throughs. ``alloc`` calls ``aligned_alloc(64, bytes)``
 (bytes rounded up to 64) and ``dealloc`` calls ``free``; ``alloca`` is a 64-byte
 aligned ``llvm.alloca``. ``copy`` is a ``memcpy`` when both sides are dense row-major,
-and an element loop otherwise.
+and an element loop otherwise. ``memref.global`` (with a dense initial value) becomes an
+``llvm.mlir.global`` array and ``get_global`` its ``llvm.mlir.addressof``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects import llvm, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ShapedType, i1, i64
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ShapedType,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qidao.passes._llvm_lowering import (
@@ -148,7 +157,7 @@ def _copy(op: Operation, fl: FunctionLowering) -> None:
     assert isinstance(op, memref.CopyOp)
     src_t, dst_t = _memref_type(op.source), _memref_type(op.destination)
     src, dst = fl.get(op.source), fl.get(op.destination)
-    rank = src_t.get_rank()
+    rank = len(src_t.get_shape())
     count = prod(src_t.get_shape())
     if count == 0:
         return
@@ -182,7 +191,7 @@ def _copy_loop(
     fl.emit(llvm.BrOp(header, fl.const(0)))
 
     fl.block = header
-    i = header.args[0]
+    i: SSAValue = header.args[0]
     in_range = fl.emit_value(
         llvm.ICmpOp(i, fl.const(count), IntegerAttr(2, 64))  # slt
     )
@@ -194,7 +203,8 @@ def _copy_loop(
     for k, (dim, inner) in enumerate(
         zip(shape, ShapedType.strides_for_shape(shape), strict=True)
     ):
-        index = i
+        index: SSAValue = i
+        assert inner is not None
         if inner != 1:
             index = fl.emit_value(llvm.SDivOp(index, fl.const(inner)))
         if k != 0:  # the outermost index is already below its extent
@@ -210,7 +220,32 @@ def _copy_loop(
     fl.block = exit_block
 
 
+def _get_global(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, memref.GetGlobalOp)
+    address = llvm.AddressOfOp(op.name_.string_value(), llvm.LLVMPointerType())
+    fl.bind(op.memref, fl.emit_value(address))
+
+
+def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
+    """``memref.global`` -> an ``llvm.mlir.global`` array of the same elements."""
+    t = op.type
+    if not isinstance(op.initial_value, DenseIntOrFPElementsAttr):
+        raise LoweringError(
+            f"convert-to-llvm: memref.global @{op.sym_name.data} has no initial value"
+        )
+    private = op.sym_visibility.data == "private"
+    return llvm.GlobalOp(
+        llvm.LLVMArrayType(IntAttr(max(1, footprint(t))), t.element_type),
+        op.sym_name.data,
+        "internal" if private else "external",
+        constant=op.constant is not None,
+        value=op.initial_value,
+        alignment=ALIGNMENT,
+    )
+
+
 HANDLERS: dict[type[Operation], Handler] = {
+    memref.GetGlobalOp: _get_global,
     memref.LoadOp: _load,
     memref.StoreOp: _store,
     memref.AllocOp: _alloc,

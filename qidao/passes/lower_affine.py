@@ -74,12 +74,12 @@ class _IndexBuilder:
 
     def const(self, value: int) -> SSAValue:
         op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-        self.rewriter.insert_op(op)
+        self.rewriter.insert(op)
         self.constants[op.result] = value
         return op.result
 
     def _emit(self, op: Operation) -> SSAValue:
-        self.rewriter.insert_op(op)
+        self.rewriter.insert(op)
         return op.results[0]
 
     def _known(self, value: SSAValue) -> int | None:
@@ -230,7 +230,7 @@ class LowerAffineFor(RewritePattern):
         for name, attr in op.attributes.items():
             if name not in _FOR_PROPERTIES:
                 new_for.attributes[name] = attr
-        rewriter.replace_op(op, new_for)
+        rewriter.replace(op, new_for)
 
 
 class LowerAffineIf(RewritePattern):
@@ -253,14 +253,14 @@ class LowerAffineIf(RewritePattern):
             cond = holds if cond is None else b._emit(arith.AndIOp(cond, holds))
         if cond is None:
             true_op = arith.ConstantOp(IntegerAttr(1, builtin.i1))
-            rewriter.insert_op(true_op)
+            rewriter.insert(true_op)
             cond = true_op.result
         then_region = rewriter.move_region_contents_to_new_regions(op.then_region)
         else_region = rewriter.move_region_contents_to_new_regions(op.else_region)
         new_if = scf.IfOp(cond, op.result_types, then_region, else_region)
         for name, attr in op.attributes.items():
             new_if.attributes[name] = attr
-        rewriter.replace_op(op, new_if)
+        rewriter.replace(op, new_if)
 
 
 class LowerAffineMin(RewritePattern):
@@ -268,7 +268,7 @@ class LowerAffineMin(RewritePattern):
     def match_and_rewrite(self, op: affine.MinOp, rewriter: PatternRewriter) -> None:
         b = _IndexBuilder(rewriter)
         value = b.minmax(b.map(op.map.data, op.arguments), take_min=True)
-        rewriter.replace_op(op, [], [value])
+        rewriter.replace(op, [], [value])
 
 
 class LowerAffineApply(RewritePattern):
@@ -276,7 +276,7 @@ class LowerAffineApply(RewritePattern):
     def match_and_rewrite(self, op: affine.ApplyOp, rewriter: PatternRewriter) -> None:
         b = _IndexBuilder(rewriter)
         (value,) = b.map(op.map.data, op.mapOperands)
-        rewriter.replace_op(op, [], [value])
+        rewriter.replace(op, [], [value])
 
 
 class LowerAffineLoad(RewritePattern):
@@ -284,7 +284,7 @@ class LowerAffineLoad(RewritePattern):
     def match_and_rewrite(self, op: affine.LoadOp, rewriter: PatternRewriter) -> None:
         b = _IndexBuilder(rewriter)
         indices = b.map(op.map.data, op.indices) if op.map else list(op.indices)
-        rewriter.replace_op(op, memref.LoadOp.get(op.memref, indices))
+        rewriter.replace(op, memref.LoadOp.get(op.memref, indices))
 
 
 class LowerAffineStore(RewritePattern):
@@ -292,13 +292,13 @@ class LowerAffineStore(RewritePattern):
     def match_and_rewrite(self, op: affine.StoreOp, rewriter: PatternRewriter) -> None:
         b = _IndexBuilder(rewriter)
         indices = b.map(op.map.data, op.indices) if op.map else list(op.indices)
-        rewriter.replace_op(op, memref.StoreOp.get(op.value, op.memref, indices))
+        rewriter.replace(op, memref.StoreOp.get(op.value, op.memref, indices))
 
 
 class LowerAffineYield(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.YieldOp, rewriter: PatternRewriter) -> None:
-        rewriter.replace_op(op, scf.YieldOp(*op.arguments))
+        rewriter.replace(op, scf.YieldOp(*op.arguments))
 
 
 class LowerAffinePass(ModulePass):

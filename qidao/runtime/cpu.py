@@ -1,0 +1,124 @@
+"""The CPU JIT engine: LLVM IR text -> optimized native code for the host CPU.
+
+Knows only LLVM IR text (no IR classes). One target machine built for the host CPU
+(``get_host_cpu_name()`` + ``get_host_cpu_features()``) drives both the optimization
+pipeline (llvmlite's new pass manager, O``opt_level``, loop and SLP vectorization on)
+and MCJIT code generation, so the vectorizer sees the host's vector width (AVX-512 on
+a CPU that has it). Every defined function also gets ``target-cpu``/``target-features``
+attributes naming the host.
+
+    jit = jit_compile(ir_text)
+    address = jit.function_address("main")   # valid while ``jit`` is alive
+
+A ``JitModule`` owns its execution engine: keep it referenced as long as any function
+address taken from it may be called (``NativeFunction`` does this).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import llvmlite.binding as llvm
+
+_init_lock = threading.Lock()
+_initialized = False
+
+
+class JitError(RuntimeError):
+    """LLVM rejected the IR or could not compile it."""
+
+
+def _initialize() -> None:
+    global _initialized
+    with _init_lock:
+        if not _initialized:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _initialized = True
+
+
+def host_cpu() -> tuple[str, str]:
+    """The host CPU name and its feature string (``+avx2,+avx512f,...``)."""
+    _initialize()
+    return str(llvm.get_host_cpu_name()), str(llvm.get_host_cpu_features().flatten())
+
+
+def _target_machine(opt_level: int) -> llvm.TargetMachine:
+    cpu, features = host_cpu()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(
+        cpu=cpu, features=features, opt=opt_level, jit=True
+    )
+
+
+_DEFINE = re.compile(r"^(define [^\n]*\))([^\n{]*)\{", re.MULTILINE)
+
+
+def _with_host_attributes(ir_text: str, cpu: str, features: str) -> str:
+    """Give every defined function ``"target-cpu"``/``"target-features"`` attributes."""
+    group = (
+        f'attributes #9999 = {{ "target-cpu"="{cpu}" "target-features"="{features}" }}'
+    )
+
+    def add(match: re.Match[str]) -> str:
+        if "#" in match.group(2):
+            return match.group(0)
+        return f"{match.group(1)}{match.group(2)} #9999 {{"
+
+    text, count = _DEFINE.subn(add, ir_text)
+    if count == 0 or "#9999" not in text:
+        return ir_text
+    return f"{text}\n{group}\n"
+
+
+class JitModule:
+    """One compiled LLVM module; function addresses stay valid while it lives."""
+
+    def __init__(self, llvm_ir: str, opt_level: int = 3) -> None:
+        _initialize()
+        cpu, features = host_cpu()
+        self.source_ir = llvm_ir
+        try:
+            module = llvm.parse_assembly(_with_host_attributes(llvm_ir, cpu, features))
+            module.verify()
+        except RuntimeError as err:
+            raise JitError(f"LLVM rejected the IR: {err}") from err
+        self._tm = _target_machine(opt_level)
+        module.triple = llvm.get_process_triple()
+        module.data_layout = str(self._tm.target_data)
+        if opt_level > 0:
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pto.loop_unrolling = True
+            pto.loop_interleaving = True
+            pass_builder = llvm.create_pass_builder(self._tm, pto)
+            pass_builder.getModulePassManager().run(module, pass_builder)
+        self._module = module
+        self._engine = llvm.create_mcjit_compiler(module, self._tm)
+        self._engine.finalize_object()
+        self._engine.run_static_constructors()
+
+    def function_address(self, name: str) -> int:
+        """The native address of the function ``name``; raises if it is not defined."""
+        address = int(self._engine.get_function_address(name))
+        if address == 0:
+            raise JitError(f"no function named '{name}' in the compiled module")
+        return address
+
+    def optimized_ir(self) -> str:
+        """The LLVM IR text after optimization."""
+        return str(self._module)
+
+    def assembly(self) -> str:
+        """The host assembly of the optimized module."""
+        return str(self._tm.emit_assembly(self._module))
+
+
+CpuEngine = JitModule
+
+
+def jit_compile(llvm_ir: str, opt_level: int = 3) -> JitModule:
+    """Parse, optimize for the host CPU and JIT-compile ``llvm_ir``."""
+    return JitModule(llvm_ir, opt_level)

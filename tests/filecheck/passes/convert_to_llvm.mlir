@@ -1,0 +1,120 @@
+// RUN: qidao-opt %s -p convert-to-llvm | filecheck %s
+
+// The docstring example: memref args become bare pointers, index becomes i64,
+// llvm.* argument attributes move to the llvm.func.
+// CHECK-LABEL: llvm.func @load_index(%a: !llvm.ptr {llvm.noalias}, %i: i64) -> f32
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %a[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %v = llvm.load %[[P]] : !llvm.ptr -> f32
+// CHECK-NEXT:    llvm.return %v : f32
+func.func @load_index(%a: memref<4xf32> {llvm.noalias}, %i: index) -> f32 {
+  %v = memref.load %a[%i] : memref<4xf32>
+  func.return %v : f32
+}
+
+// Strided layout with offset: base + offset + i*1 + j*4; stride-0 dims drop out.
+// CHECK-LABEL: llvm.func @strided(
+// CHECK-SAME:      %[[A:[a-z0-9_]+]]: !llvm.ptr, %[[B:[a-z0-9_]+]]: !llvm.ptr, %[[I:[a-z0-9_]+]]: i64, %[[J:[a-z0-9_]+]]: i64, %[[N:[a-z0-9_]+]]: i32) -> f64
+// CHECK-NEXT:    %[[C4:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[M:.*]] = llvm.mul %[[J]], %[[C4]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[S:.*]] = llvm.add %[[I]], %[[M]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[C2:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[O:.*]] = llvm.add %[[S]], %[[C2]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%[[O]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P]] : !llvm.ptr -> f64
+// CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %[[B]][%[[J]]] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+// CHECK-NEXT:    llvm.store %[[N]], %[[Q]] : i32, !llvm.ptr
+// CHECK-NEXT:    llvm.return %[[X]] : f64
+func.func @strided(%a: memref<4x8xf64, strided<[1, 4], offset: 2>>, %b: memref<4x8xi32, strided<[0, 1]>>, %i: index, %j: index, %n: i32) -> f64 {
+  %x = memref.load %a[%i, %j] : memref<4x8xf64, strided<[1, 4], offset: 2>>
+  memref.store %n, %b[%i, %j] : memref<4x8xi32, strided<[0, 1]>>
+  func.return %x : f64
+}
+
+// Float ops keep fastmath; maximumf is the NaN-propagating llvm.maximum; math maps
+// to intrinsics (tanh too) or libm (erf).
+// CHECK-LABEL: llvm.func @float_ops(
+// CHECK-SAME:      %[[X:[a-z0-9_]+]]: f32, %[[Y:[a-z0-9_]+]]: f32) -> f32
+// CHECK-NEXT:    %s = llvm.fadd %[[X]], %[[Y]] {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+// CHECK-NEXT:    %m = llvm.call_intrinsic "llvm.maximum.f32"(%s, %[[Y]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %e = llvm.intr.exp(%m) : (f32) -> f32
+// CHECK-NEXT:    %t = llvm.call_intrinsic "llvm.tanh.f32"(%e) : (f32) -> f32
+// CHECK-NEXT:    %r = llvm.call @erff(%t) : (f32) -> f32
+// CHECK-NEXT:    %c = llvm.fcmp "olt" %r, %[[X]] : f32
+// CHECK-NEXT:    %z = llvm.select %c, %r, %[[X]] : i1, f32
+// CHECK-NEXT:    llvm.return %z : f32
+func.func @float_ops(%x: f32, %y: f32) -> f32 {
+  %s = arith.addf %x, %y fastmath<reassoc, contract> : f32
+  %m = arith.maximumf %s, %y : f32
+  %e = math.exp %m : f32
+  %t = math.tanh %e : f32
+  %r = math.erf %t : f32
+  %c = arith.cmpf olt, %r, %x : f32
+  %z = arith.select %c, %r, %x : f32
+  func.return %z : f32
+}
+
+// cf blocks keep their arguments (index -> i64).
+// CHECK-LABEL: llvm.func @branches(
+// CHECK-SAME:      %[[N:[a-z0-9_]+]]: i64)
+// CHECK:         llvm.br ^bb1(%c0 : i64)
+// CHECK-NEXT:  ^bb1(%[[I:[a-z0-9_]+]]: i64):
+// CHECK-NEXT:    %[[LT:.*]] = llvm.icmp "slt" %[[I]], %[[N]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[LT]], ^bb2, ^bb3
+func.func @branches(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  cf.br ^bb1(%c0 : index)
+^bb1(%i: index):
+  %lt = arith.cmpi slt, %i, %n : index
+  cf.cond_br %lt, ^bb2, ^bb3
+^bb2:
+  %next = arith.addi %i, %c1 : index
+  cf.br ^bb1(%next : index)
+^bb3:
+  func.return
+}
+
+// Host side: alloc -> aligned_alloc(64, bytes rounded to 64); a view (offset 16) passes
+// the allocation pointer through unchanged, the callee applies the offset from its type;
+// dealloc -> free; the C functions get declared once.
+// CHECK-LABEL: llvm.func @host(%in0: !llvm.ptr, %out0: !llvm.ptr)
+// CHECK-NEXT:    %[[AL:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[SZ:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.call @aligned_alloc(%[[AL]], %[[SZ]]) : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    llvm.call @kernel(%in0, %[[T]]) : (!llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.call @kernel2(%[[T]], %out0) : (!llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.call @free(%[[T]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.return
+func.func private @kernel(memref<4x4xf32>, memref<32xf32>)
+func.func private @kernel2(memref<4x4xf32, strided<[4, 1], offset: 16>>, memref<4x4xf32>)
+func.func @host(%in0: memref<4x4xf32>, %out0: memref<4x4xf32>) {
+  %t = memref.alloc() : memref<32xf32>
+  %v = memref.reinterpret_cast %t to offset: [16], sizes: [4, 4], strides: [4, 1] : memref<32xf32> to memref<4x4xf32, strided<[4, 1], offset: 16>>
+  func.call @kernel(%in0, %t) : (memref<4x4xf32>, memref<32xf32>) -> ()
+  func.call @kernel2(%v, %out0) : (memref<4x4xf32, strided<[4, 1], offset: 16>>, memref<4x4xf32>) -> ()
+  memref.dealloc %t : memref<32xf32>
+  func.return
+}
+
+// Must not fire: an existing llvm.func (and llvm ops inside func.func) stay as they are.
+// CHECK-LABEL: llvm.func @already_llvm(%arg0: i64) -> i64
+// CHECK-NEXT:    %[[R:.*]] = llvm.add %arg0, %arg0 : i64
+// CHECK-NEXT:    llvm.return %[[R]] : i64
+llvm.func @already_llvm(%arg0: i64) -> i64 {
+  %0 = llvm.add %arg0, %arg0 : i64
+  llvm.return %0 : i64
+}
+
+// CHECK-LABEL: llvm.func @mixed(
+// CHECK-SAME:      %[[X:[a-z0-9_]+]]: i64) -> i64
+// CHECK-NEXT:    %[[Y:.*]] = llvm.mul %[[X]], %[[X]] : i64
+// CHECK-NEXT:    llvm.return %[[Y]] : i64
+func.func @mixed(%x: i64) -> i64 {
+  %y = llvm.mul %x, %x : i64
+  func.return %y : i64
+}
+
+// CHECK-DAG: llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK-DAG: llvm.func @erff(f32) -> f32
+// CHECK-DAG: llvm.func @free(!llvm.ptr)
+// CHECK-NOT: unrealized_conversion_cast
