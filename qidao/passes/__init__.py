@@ -8,6 +8,7 @@ FileCheck test in ``tests/filecheck/passes/<snake_name>.mlir``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -47,7 +48,7 @@ def pass_module_names() -> list[str]:
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every qidao pass by its kebab-case name; each pass's module loads on first use."""
     return {
-        name.replace("_", "-"): (lambda n=name: _pass_class(n))
+        name.replace("_", "-"): functools.partial(_pass_class, name)
         for name in pass_module_names()
     }
 

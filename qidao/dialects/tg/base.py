@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
@@ -62,11 +62,11 @@ def tensor(value: SSAValue, what: str = "operand") -> TensorType[Attribute]:
     return t
 
 
-def i64_array(values: Sequence[int]) -> DenseArrayBase:
+def i64_array(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-def ints(attr: DenseArrayBase) -> tuple[int, ...]:
+def ints(attr: DenseArrayBase[IntegerType]) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values())
 
 

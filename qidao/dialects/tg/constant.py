@@ -36,8 +36,8 @@ class ConstantOp(TgOp):
         """A constant holding a copy of ``array`` (row-major)."""
         array = np.ascontiguousarray(array)
         t = tensor_type(array.shape, element_type_of(array.dtype.name))
-        assert isinstance(t, TensorType)
-        return ConstantOp(DenseIntOrFPElementsAttr(t, BytesAttr(array.tobytes())))
+        data = BytesAttr(array.tobytes())
+        return ConstantOp(DenseIntOrFPElementsAttr(t, data))  # type: ignore[arg-type]
 
     def to_numpy(self) -> np.ndarray:
         """The constant's value as a fresh NumPy array."""

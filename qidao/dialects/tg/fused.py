@@ -25,6 +25,10 @@ from xdsl.utils.exceptions import VerifyException
 from qidao.dialects.tg.base import TgOp
 
 
+def _types(types: Sequence[Attribute]) -> str:
+    return ", ".join(str(t) for t in types)
+
+
 @irdl_op_definition
 class FusedOp(TgOp):
     """A fusion group: the body's ops run as one kernel.
@@ -67,7 +71,8 @@ class FusedOp(TgOp):
         in_types = [i.type for i in self.inputs]
         if arg_types != in_types:
             raise VerifyException(
-                f"tg.fused: body arguments {arg_types} must match the inputs {in_types}"
+                f"tg.fused: body arguments ({_types(arg_types)}) must match the "
+                f"inputs ({_types(in_types)})"
             )
         last = block.last_op
         if not isinstance(last, YieldOp):
@@ -76,7 +81,8 @@ class FusedOp(TgOp):
         out = [r.type for r in self.results]
         if yielded != out:
             raise VerifyException(
-                f"tg.fused: tg.yield returns {yielded} but the op's results are {out}"
+                f"tg.fused: tg.yield returns ({_types(yielded)}) but the op's results "
+                f"are ({_types(out)})"
             )
 
 

@@ -193,7 +193,7 @@ class Conv2dOp(TgOp):
         if oh < 1 or ow < 1:
             raise VerifyException(
                 f"{op}: the {kh}x{kw} kernel (dilation {fmt_shape(dilation)}) does not "
-                f"fit the padded {h}x{wd} input"
+                f"fit the {h}x{wd} input with padding {fmt_shape(padding)}"
             )
         return tensor_type((n, f, oh, ow), input.get_element_type())
 

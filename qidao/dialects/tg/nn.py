@@ -73,7 +73,7 @@ class SoftmaxOp(TgOp):
         self.expect_float()
         t = tensor(self.input)
         if not t.get_shape():
-            raise VerifyException("tg.softmax expects a tensor of rank >= 1")
+            raise VerifyException(f"tg.softmax expects a tensor of rank >= 1, got {t}")
         self.normalized_axis()
         self.expect_result_type(tensor_type(t.get_shape(), t.get_element_type()))
 
@@ -133,8 +133,9 @@ class Pool2dOp(TgOp):
         )
         if oh < 1 or ow < 1:
             raise VerifyException(
-                f"{op}: the window {fmt_shape(kernel)} does not fit the padded "
-                f"{h}x{w} input"
+                f"{op}: the window {fmt_shape(kernel)} (dilation "
+                f"{fmt_shape(dilation)}) does not fit the {h}x{w} input with padding "
+                f"{fmt_shape(padding)}"
             )
         return tensor_type((n, c, oh, ow), input.get_element_type())
 

@@ -101,7 +101,12 @@ def verify_tensor_type(t: Attribute, what: str) -> TensorType[Attribute]:
     shape = t.get_shape()
     if any(d < 0 for d in shape):
         raise VerifyException(f"{what} must have a static shape, got {t}")
-    dtype_name(t.get_element_type())
+    if t.get_element_type() not in _DTYPE_NAMES:
+        known = ", ".join(str(a) for a in _DTYPE_NAMES)
+        raise VerifyException(
+            f"{what} has element type {t.get_element_type()}, which qidao does not "
+            f"support (supported: {known})"
+        )
     enc = t.encoding
     if isinstance(enc, NoneAttr):
         return t

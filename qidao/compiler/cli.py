@@ -1,0 +1,184 @@
+"""``qidao``: the user's jobs (tour, compile, run, bench).
+
+    qidao tour                      # the book's relu(x·w + b): every level, run, timing
+    qidao compile MODEL --emit affine
+    qidao compile MODEL --stats
+    qidao run MODEL --inputs in.npz --save out.npz
+    qidao bench chain call16        # medians vs PyTorch eager, each in its own process
+
+MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
+(``book``, ``chain``, ``call16``; default ``book``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qidao.compiler.pipeline import STAGE_NAMES
+
+DEFAULT_MODEL = "book"
+
+
+def _load(model: str) -> Any:
+    """A built-in model's builder graph, or the path itself."""
+    from qidao.compiler.examples import EXAMPLES
+
+    if model in EXAMPLES:
+        return EXAMPLES[model].build()
+    if not Path(model).exists():
+        raise SystemExit(
+            f"qidao: '{model}' is neither a file nor a built-in model "
+            f"({', '.join(EXAMPLES)})"
+        )
+    return model
+
+
+def _compile(model: str, **options: Any) -> Any:
+    import qidao
+
+    return qidao.compile(_load(model), **options)
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    compiled = _compile(args.model, fuse=not args.no_fuse)
+    if args.stats:
+        from qidao.compiler.explain import stats_table
+
+        print(stats_table(compiled))
+        return 0
+    text = compiled.ir(args.emit)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
+def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
+    from qidao.compiler.examples import EXAMPLES
+
+    if args.inputs:
+        data = np.load(args.inputs)
+        missing = [s.name for s in compiled.inputs if s.name not in data]
+        if missing:
+            raise SystemExit(
+                f"qidao run: {args.inputs} lacks input(s) {', '.join(missing)}; "
+                f"it has {', '.join(data.files)}"
+            )
+        return [data[s.name] for s in compiled.inputs]
+    rng = np.random.default_rng(args.seed)
+    if args.model in EXAMPLES:
+        return EXAMPLES[args.model].inputs(rng)
+    return [rng.standard_normal(s.shape).astype(s.dtype) for s in compiled.inputs]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    compiled = _compile(args.model)
+    inputs = _inputs(args, compiled)
+    outputs = compiled(*inputs)
+    for spec, out in zip(compiled.outputs, outputs, strict=True):
+        print(f"{spec.name}: shape {list(out.shape)} {out.dtype}")
+        print(np.array2string(out, threshold=20, precision=5))
+    if args.save:
+        np.savez(
+            args.save,
+            **{s.name: o for s, o in zip(compiled.outputs, outputs, strict=True)},
+        )
+        print(f"saved to {args.save}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from qidao.compiler.bench import BACKENDS, format_table, run_bench
+
+    results = run_bench(
+        args.workloads or ["chain", "call16"],
+        backends=args.backends or BACKENDS,
+        threads=args.threads,
+        min_time=args.min_time,
+        csv_path=Path(args.csv),
+    )
+    print(format_table(results))
+    print(f"\nCSV: {args.csv}")
+    return 1 if any(r.error for r in results) else 0
+
+
+def cmd_tour(args: argparse.Namespace) -> int:
+    from qidao.compiler.tour import tour
+
+    return tour(args.model, args.stages.split(","), bench=not args.no_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qidao",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("tour", help="print a model at every level, run it, time it")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument(
+        "--stages", default="tg,affine,llvm", help="comma-separated stages to print"
+    )
+    p.add_argument(
+        "--no-bench", action="store_true", help="skip the timing against PyTorch"
+    )
+    p.set_defaults(run=cmd_tour)
+
+    p = sub.add_parser("compile", help="compile a model and print one stage")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument(
+        "--emit", default="tg", choices=STAGE_NAMES, help="the stage to print"
+    )
+    p.add_argument(
+        "--stats", action="store_true", help="print the kernel/buffer table instead"
+    )
+    p.add_argument("--no-fuse", action="store_true", help="skip the fusion pass")
+    p.add_argument("-o", "--output", help="write the stage to this file")
+    p.set_defaults(run=cmd_compile)
+
+    p = sub.add_parser("run", help="compile and run a model on given or random inputs")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument("--inputs", help=".npz with one array per graph input name")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    p.add_argument("--save", help="write the outputs to this .npz")
+    p.set_defaults(run=cmd_run)
+
+    p = sub.add_parser("bench", help="time built-in workloads against PyTorch eager")
+    p.add_argument(
+        "workloads", nargs="*", help="built-in models (default: chain call16)"
+    )
+    p.add_argument(
+        "--backends", nargs="*", help="torch, qidao, qidao-raw (default: all)"
+    )
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--min-time", type=float, default=1.0, help="seconds of timing per run"
+    )
+    p.add_argument("--csv", default="bench-results/bench.csv")
+    p.set_defaults(run=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from qidao.frontend.errors import FrontendError
+    from qidao.runtime.errors import ArgumentError
+
+    try:
+        return int(args.run(args))
+    except (FrontendError, ArgumentError, FileNotFoundError, ValueError) as err:
+        print(f"qidao {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

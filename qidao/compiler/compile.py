@@ -1,0 +1,212 @@
+"""``qidao.compile``: a model in, a native callable out, every stage kept for reading.
+
+compiled = qidao.compile(model)          # ONNX, .onnx/.mlir path, builder Graph
+y, = compiled(x)                         # NumPy in, NumPy out
+print(compiled.ir("affine"))             # any stage of the tower
+compiled.stats                           # kernels, buffers, peak bytes, times
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+
+from qidao.compiler.context import make_context, make_pass
+from qidao.compiler.emit_llvm import llvm_ir_text
+from qidao.compiler.models import load_model
+from qidao.compiler.pipeline import STAGES, check_stage
+from qidao.dialects.tg.types import dtype_name
+from qidao.runtime.cpu import JitModule, jit_compile
+from qidao.runtime.executor import NativeFunction, TensorSpec
+
+ENTRY = "main"
+_OPTIONS = {"fuse": True, "opt_level": 3}
+
+
+class Compiled:
+    """A compiled model: call it with NumPy arrays in graph-input order."""
+
+    def __init__(
+        self,
+        stage_ir: dict[str, ModuleOp],
+        llvm_ir: str,
+        jit: JitModule,
+        native: NativeFunction,
+        stats: dict[str, Any],
+    ) -> None:
+        self._stage_ir = stage_ir
+        self._llvm_ir = llvm_ir
+        self._jit = jit
+        self.native = native
+        self.stats = stats
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self.native.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self.native.outputs
+
+    def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
+        """Run the model; checks count, dtype and shape of every input first."""
+        return self.native(*arrays)
+
+    def ir(self, stage: str = "tg") -> str:
+        """The text of one stage: ``tg``, ``affine``, ``llvm``, ... (see STAGE_NAMES)."""
+        check_stage(stage)
+        if stage == "llvm":
+            return self._llvm_ir
+        if stage == "llvm-opt":
+            return self._jit.optimized_ir()
+        if stage == "asm":
+            return self._jit.assembly()
+        return str(self._stage_ir[stage])
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{s.name}: {list(s.shape)}" for s in self.inputs)
+        outs = ", ".join(f"{list(s.shape)}" for s in self.outputs)
+        return f"<qidao.Compiled ({ins}) -> ({outs}), {self.stats['kernels']} kernels>"
+
+
+def compile(
+    model: Any,
+    target: str = "cpu",
+    threads: int | None = None,
+    **options: Any,
+) -> Compiled:
+    """Compile ``model`` for ``target`` and return a callable :class:`Compiled`.
+
+    ``model`` is an ``onnx.ModelProto``, a path to a ``.onnx`` or ``.mlir`` file, a
+    ``qidao.frontend.builder.Graph`` or a tg ``ModuleOp``. ``threads`` caps the CPU
+    threads the kernels may use (default: all cores; the spine's kernels are serial
+    loop nests until schedules add parallel loops). Options: ``fuse`` (default True)
+    runs the fusion pass; ``opt_level`` (0-3, default 3) is LLVM's.
+    """
+    if target != "cpu":
+        raise ValueError(f"target '{target}' is not supported yet; use target='cpu'")
+    cores = os.cpu_count() or 1
+    if threads is None:
+        threads = cores
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    unknown = set(options) - set(_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"unknown option(s) {', '.join(sorted(unknown))}; qidao.compile takes "
+            f"{', '.join(f'{k}={v!r}' for k, v in _OPTIONS.items())}"
+        )
+    settings = {**_OPTIONS, **options}
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    module = load_model(model)
+    seconds["import"] = time.perf_counter() - start
+    inputs, outputs = _signature(module)
+    stage_ir = lower(module, fuse=bool(settings["fuse"]), seconds=seconds)
+    start = time.perf_counter()
+    llvm_ir = llvm_ir_text(module)
+    seconds["emit-llvm"] = time.perf_counter() - start
+    start = time.perf_counter()
+    jit = jit_compile(llvm_ir, opt_level=int(settings["opt_level"]))
+    native = NativeFunction(jit, ENTRY, inputs, outputs)
+    seconds["jit"] = time.perf_counter() - start
+    stats = {
+        **host_stats(stage_ir["affine"]),
+        "threads": min(threads, cores),
+        "compile_seconds": seconds,
+    }
+    return Compiled(stage_ir, llvm_ir, jit, native, stats)
+
+
+def lower(
+    module: ModuleOp, fuse: bool = True, seconds: dict[str, float] | None = None
+) -> dict[str, ModuleOp]:
+    """Run every IR stage in place; return a snapshot of the module after each."""
+    ctx = make_context()
+    snapshots: dict[str, ModuleOp] = {}
+    for stage in STAGES:
+        start = time.perf_counter()
+        for name in stage.passes:
+            if name == "fuse" and not fuse:
+                continue
+            make_pass(name).apply(ctx, module)
+            try:
+                module.verify()
+            except Exception as err:
+                raise RuntimeError(
+                    f"internal error: IR does not verify after pass '{name}': {err}"
+                ) from err
+        if seconds is not None:
+            seconds[stage.name] = time.perf_counter() - start
+        snapshots[stage.name] = module.clone()
+    return snapshots
+
+
+def entry_function(module: ModuleOp) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == ENTRY:
+            return op
+    raise ValueError(f"the model has no entry function @{ENTRY}")
+
+
+def _names(fn: func.FuncOp, attr: str, default: Sequence[str]) -> list[str]:
+    names = fn.attributes.get(attr)
+    if isinstance(names, ArrayAttr):
+        return [n.data for n in names.data if isinstance(n, StringAttr)]
+    return list(default)
+
+
+def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Input and output specs of the graph's entry function."""
+    fn = entry_function(module)
+    args = fn.body.block.args
+    in_names = _names(
+        fn, "qd.input_names", [a.name_hint or f"input{i}" for i, a in enumerate(args)]
+    )
+    outs = fn.function_type.outputs.data
+    out_names = _names(fn, "qd.output_names", [f"output{i}" for i in range(len(outs))])
+
+    def spec(name: str, t: object) -> TensorSpec:
+        if not isinstance(t, TensorType):
+            raise TypeError(f"@{ENTRY}: '{name}' has type {t}, expected a tensor")
+        return TensorSpec(name, tuple(t.get_shape()), dtype_name(t.get_element_type()))
+
+    inputs = [spec(n, a.type) for n, a in zip(in_names, args, strict=True)]
+    outputs = [spec(n, t) for n, t in zip(out_names, outs, strict=True)]
+    return inputs, outputs
+
+
+def host_stats(affine: ModuleOp) -> dict[str, int]:
+    """Kernel launches, intermediate buffers and their peak live bytes, per call."""
+    host = entry_function(affine)
+    kernels = buffers = live = peak = 0
+    sizes: dict[object, int] = {}
+    for op in host.body.walk():
+        if isinstance(op, func.CallOp):
+            kernels += 1
+        elif isinstance(op, memref.AllocOp):
+            t = op.memref.type
+            assert isinstance(t, MemRefType)
+            size = (
+                int(np.prod(t.get_shape()))
+                * np.dtype(dtype_name(t.get_element_type())).itemsize
+            )
+            sizes[op.memref] = size
+            buffers += 1
+            live += size
+            peak = max(peak, live)
+        elif isinstance(op, memref.DeallocOp):
+            live -= sizes.get(op.memref, 0)
+    return {"kernels": kernels, "buffers": buffers, "peak_bytes": peak}

@@ -1,0 +1,8 @@
+# Sourced by the scripts: make .venv with Python >= 3.11 and define pip_install.
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+  echo "qidao needs Python >= 3.11 (found $("$PYTHON" --version)); set PYTHON=..." >&2
+  exit 1
+}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@"; }

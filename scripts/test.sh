@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up what the tests need and run all of them: formatting, lint, types, then pytest
+# (which also runs every lit/FileCheck file under tests/filecheck).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/_venv.sh
+pip_install -e '.[dev]'
+export PATH="$PWD/.venv/bin:$PATH"
+echo "== ruff"; ruff format --check qidao tests; ruff check qidao tests
+echo "== mypy"; mypy
+echo "== pytest"; exec pytest -q "$@"
