@@ -27,5 +27,7 @@ def make_pass(name: str) -> ModulePass:
     theirs = get_all_passes()
     if name in theirs:
         return theirs[name]()()
-    known = ", ".join(sorted(set(ours) | set(theirs)))
-    raise ValueError(f"unknown pass '{name}'; known passes: {known}")
+    raise ValueError(
+        f"unknown pass '{name}'; qidao's passes are {', '.join(sorted(ours))}, "
+        "and every xDSL pass is known too (`qidao-opt --help` lists them all)"
+    )

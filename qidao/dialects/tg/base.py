@@ -8,7 +8,6 @@ never spells a result type and a hand-written ``.mlir`` file can never lie about
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
@@ -84,9 +83,3 @@ def expect_length(op: str, what: str, values: Sequence[int], length: int) -> Non
         raise VerifyException(
             f"{op}: {what} must have {length} values, got {fmt_shape(values)}"
         )
-
-
-class HasExample:
-    """Marker for docs: every tg op's docstring carries an MLIR example."""
-
-    example: ClassVar[str] = ""
