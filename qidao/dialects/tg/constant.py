@@ -34,7 +34,7 @@ class ConstantOp(TgOp):
     @staticmethod
     def from_numpy(array: np.ndarray) -> ConstantOp:
         """A constant holding a copy of ``array`` (row-major)."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array)  # not ascontiguousarray: it turns 0-d into 1-d
         t = tensor_type(array.shape, element_type_of(array.dtype.name))
         data = BytesAttr(array.tobytes())
         return ConstantOp(DenseIntOrFPElementsAttr(t, data))  # type: ignore[arg-type]

@@ -1,0 +1,548 @@
+"""A small Python builder for tg graphs: write a model by hand, get a verified module.
+
+```python
+g = Graph("main")
+x = g.input("x", (4, 8))
+w = g.constant(np.ones((8, 2), np.float32))
+y = g.relu(x @ w + 1.0)
+g.output(y)
+module = g.module()
+```
+
+gives
+
+```mlir
+builtin.module {
+  func.func @main(%x: tensor<4x8xf32>) -> tensor<4x2xf32> attributes {qd.input_names = ["x"], qd.output_names = ["output0"]} {
+    %0 = tg.constant dense<1.000000e+00> : tensor<8x2xf32>
+    %1 = tg.matmul %x, %0 : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+    %2 = tg.constant dense<1.000000e+00> : tensor<f32>
+    %3 = tg.add %1, %2 : (tensor<4x2xf32>, tensor<f32>) -> tensor<4x2xf32>
+    %4 = tg.relu %3 : tensor<4x2xf32> -> tensor<4x2xf32>
+    func.return %4 : tensor<4x2xf32>
+  }
+}
+```
+
+Each method builds one tg op right away; the op's constructor infers the result type,
+so a mistake (a matmul whose K sizes differ, an axis out of range) raises a
+``GraphError`` at the line that made it, naming the op and the operand shapes.
+Python scalars in arithmetic (``x * 2.0``) become rank-0 constants of the tensor's
+dtype. Outputs are returned row-major: ``output`` adds a ``tg.contiguous`` after a
+strided view such as a transpose.
+
+This is also the layer the ONNX importer builds on, so both frontends produce the same
+IR for the same graph.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from qidao.dialects import tg
+from qidao.dialects.tg.types import (
+    dtype_name,
+    element_type_of,
+    fmt_shape,
+    is_row_major,
+    shape_of,
+    tensor_type,
+)
+from qidao.frontend.errors import GraphError
+
+IntOrPair = int | Sequence[int]
+
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_$.-]")
+
+
+def mlir_name(name: str) -> str:
+    """``name`` as a valid MLIR SSA name: other characters become ``_``, and a name
+    that would start with a digit gets a leading ``_`` (``"input:0" -> "input_0"``).
+
+    xDSL then drops a trailing ``_<digits>`` when it prints (``%input``), adding its
+    own suffix where two names collide."""
+    clean = _INVALID_NAME_CHARS.sub("_", name)
+    if not clean or clean[0].isdigit():
+        clean = "_" + clean
+    return clean
+
+
+def constant_op(array: npt.NDArray[Any]) -> tg.ConstantOp:
+    """A ``tg.constant`` holding ``array``; rank-0 arrays stay rank 0."""
+    return tg.ConstantOp.from_numpy(np.asarray(array))
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    """A tensor value of a ``Graph``: an SSA value with its shape and dtype.
+
+    Arithmetic operators build ops in the value's graph: ``+ - * / @`` and unary ``-``.
+    """
+
+    graph: Graph
+    ssa: SSAValue
+
+    __array_ufunc__ = None  # make ``array * value`` call ``Value.__rmul__``
+
+    @property
+    def type(self) -> TensorType[Attribute]:
+        t = self.ssa.type
+        assert isinstance(t, TensorType)
+        return t
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return shape_of(self.type)
+
+    @property
+    def dtype(self) -> str:
+        """The NumPy dtype name, e.g. ``"float32"``."""
+        return dtype_name(self.type.get_element_type())
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def named(self, name: str) -> Value:
+        """Give the SSA value a readable name in the printed IR; returns ``self``."""
+        self.ssa.name_hint = mlir_name(name)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Value({self.ssa.name_hint or '?'}: {self.type})"
+
+    def __add__(self, other: TensorLike) -> Value:
+        return self.graph.add(self, other)
+
+    def __radd__(self, other: float | npt.NDArray[Any]) -> Value:
+        return self.graph.add(other, self)
+
+    def __sub__(self, other: TensorLike) -> Value:
+        return self.graph.sub(self, other)
+
+    def __rsub__(self, other: float | npt.NDArray[Any]) -> Value:
+        return self.graph.sub(other, self)
+
+    def __mul__(self, other: TensorLike) -> Value:
+        return self.graph.mul(self, other)
+
+    def __rmul__(self, other: float | npt.NDArray[Any]) -> Value:
+        return self.graph.mul(other, self)
+
+    def __truediv__(self, other: TensorLike) -> Value:
+        return self.graph.div(self, other)
+
+    def __rtruediv__(self, other: float | npt.NDArray[Any]) -> Value:
+        return self.graph.div(other, self)
+
+    def __matmul__(self, other: Value | npt.NDArray[Any]) -> Value:
+        return self.graph.matmul(self, other)
+
+    def __rmatmul__(self, other: npt.NDArray[Any]) -> Value:
+        return self.graph.matmul(other, self)
+
+    def __neg__(self) -> Value:
+        return self.graph.neg(self)
+
+
+TensorLike = Value | float | npt.NDArray[Any]
+"""What an op operand accepts: a graph value, a Python scalar or a NumPy array."""
+
+
+def _pair(value: IntOrPair, what: str) -> tuple[int, int]:
+    if isinstance(value, int):
+        return (value, value)
+    values = tuple(value)
+    if len(values) != 2:
+        raise GraphError(f"{what} must be an int or a pair, got {list(values)}")
+    return (values[0], values[1])
+
+
+def _padding(value: IntOrPair) -> tuple[int, int, int, int]:
+    """An int ``p``, a pair ``(ph, pw)`` or ``[top, left, bottom, right]``."""
+    if isinstance(value, int):
+        return (value, value, value, value)
+    values = tuple(value)
+    if len(values) == 2:
+        return (values[0], values[1], values[0], values[1])
+    if len(values) == 4:
+        return (values[0], values[1], values[2], values[3])
+    raise GraphError(
+        "padding must be an int, a pair (ph, pw) or [top, left, bottom, right], got "
+        f"{list(values)}"
+    )
+
+
+class Graph:
+    """A tg graph under construction: inputs, ops and outputs of one ``func.func``."""
+
+    def __init__(self, name: str = "main") -> None:
+        self.name = name
+        self._block = Block()
+        self._input_names: list[str] = []
+        self._outputs: list[tuple[str, Value]] = []
+        self._module: ModuleOp | None = None
+
+    # ---- graph boundary ---------------------------------------------------------
+
+    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> Value:
+        """A new function argument named ``name`` with a static ``shape``."""
+        self._check_open()
+        if name in self._input_names:
+            raise GraphError(f"graph '{self.name}' already has an input named '{name}'")
+        shape = tuple(shape)
+        if any(not isinstance(d, int) or d < 0 for d in shape):
+            raise GraphError(
+                f"input '{name}' needs a static shape of non-negative ints, got {shape}"
+            )
+        try:
+            element_type = element_type_of(dtype)
+        except ValueError as e:
+            raise GraphError(f"input '{name}': {e}") from None
+        arg = self._block.insert_arg(
+            tensor_type(shape, element_type), len(self._block.args)
+        )
+        arg.name_hint = mlir_name(name)
+        self._input_names.append(name)
+        return Value(self, arg)
+
+    def output(self, *values: Value, names: Sequence[str] | None = None) -> None:
+        """Append results of the function, in order (default names ``output<i>``).
+
+        A strided view is copied to row-major first, so every result is row-major.
+        """
+        self._check_open()
+        if names is not None and len(names) != len(values):
+            raise GraphError(f"output got {len(values)} values but {len(names)} names")
+        for k, value in enumerate(values):
+            self._own(value, "output")
+            if not is_row_major(value.type):
+                value = self.contiguous(value)
+            name = f"output{len(self._outputs)}" if names is None else names[k]
+            self._outputs.append((name, value))
+
+    def module(self) -> ModuleOp:
+        """The finished, verified ``builtin.module`` holding ``func.func @<name>``.
+
+        The graph is closed afterwards; calling ``module`` again returns the same
+        module.
+        """
+        if self._module is not None:
+            return self._module
+        if not self._outputs:
+            raise GraphError(f"graph '{self.name}' has no outputs; call output() first")
+        results = [value for _, value in self._outputs]
+        self._block.add_op(ReturnOp(*(v.ssa for v in results)))
+        func = FuncOp(
+            self.name,
+            (
+                [arg.type for arg in self._block.args],
+                [v.type for v in results],
+            ),
+            Region(self._block),
+        )
+        func.attributes["qd.input_names"] = ArrayAttr(
+            [StringAttr(n) for n in self._input_names]
+        )
+        func.attributes["qd.output_names"] = ArrayAttr(
+            [StringAttr(n) for n, _ in self._outputs]
+        )
+        module = ModuleOp([func])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise GraphError(f"graph '{self.name}' does not verify: {e}") from None
+        self._module = module
+        return module
+
+    # ---- constants --------------------------------------------------------------
+
+    def constant(
+        self, value: npt.ArrayLike, dtype: str | None = None, name: str | None = None
+    ) -> Value:
+        """A ``tg.constant``; a Python float defaults to float32, as does float64
+        data when no ``dtype`` is given (pass ``dtype="float64"`` to keep it)."""
+        array = np.asarray(value)
+        if dtype is not None:
+            array = array.astype(dtype)
+        elif array.dtype == np.float64:
+            array = array.astype(np.float32)
+        try:
+            op = constant_op(array)
+        except (ValueError, VerifyException) as e:
+            raise GraphError(f"constant of shape {list(array.shape)}: {e}") from None
+        value_ = self._append(op)
+        return value_ if name is None else value_.named(name)
+
+    # ---- elementwise ------------------------------------------------------------
+
+    def add(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.AddOp, "add", lhs, rhs)
+
+    def sub(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.SubOp, "sub", lhs, rhs)
+
+    def mul(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.MulOp, "mul", lhs, rhs)
+
+    def div(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.DivOp, "div", lhs, rhs)
+
+    def maximum(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.MaxOp, "maximum", lhs, rhs)
+
+    def minimum(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.MinOp, "minimum", lhs, rhs)
+
+    def neg(self, x: Value) -> Value:
+        return self._emit("neg", lambda: tg.NegOp(x.ssa), x)
+
+    def exp(self, x: Value) -> Value:
+        return self._emit("exp", lambda: tg.ExpOp(x.ssa), x)
+
+    def log(self, x: Value) -> Value:
+        return self._emit("log", lambda: tg.LogOp(x.ssa), x)
+
+    def sqrt(self, x: Value) -> Value:
+        return self._emit("sqrt", lambda: tg.SqrtOp(x.ssa), x)
+
+    def tanh(self, x: Value) -> Value:
+        return self._emit("tanh", lambda: tg.TanhOp(x.ssa), x)
+
+    def sigmoid(self, x: Value) -> Value:
+        return self._emit("sigmoid", lambda: tg.SigmoidOp(x.ssa), x)
+
+    def relu(self, x: Value) -> Value:
+        return self._emit("relu", lambda: tg.ReluOp(x.ssa), x)
+
+    # ---- contractions -----------------------------------------------------------
+
+    def matmul(
+        self, lhs: Value | npt.NDArray[Any], rhs: Value | npt.NDArray[Any]
+    ) -> Value:
+        """NumPy ``matmul`` for operands of rank >= 2 (batch dimensions broadcast)."""
+        a, b = self._operands(lhs, rhs)
+        return self._emit("matmul", lambda: tg.MatmulOp(a.ssa, b.ssa), a, b)
+
+    def conv2d(
+        self,
+        x: Value,
+        weight: Value | npt.NDArray[Any],
+        bias: Value | npt.NDArray[Any] | None = None,
+        *,
+        strides: IntOrPair = 1,
+        padding: IntOrPair = 0,
+        dilation: IntOrPair = 1,
+        groups: int = 1,
+    ) -> Value:
+        """NCHW convolution with an FCHW weight; ``padding`` is an int, ``(ph, pw)``
+        or ``[top, left, bottom, right]``."""
+        w = self._tensor(weight, x)
+        b = None if bias is None else self._tensor(bias, x)
+        s, p, d = (
+            _pair(strides, "strides"),
+            _padding(padding),
+            _pair(dilation, "dilation"),
+        )
+        operands = (x, w) if b is None else (x, w, b)
+        return self._emit(
+            "conv2d",
+            lambda: tg.Conv2dOp(
+                x.ssa,
+                w.ssa,
+                None if b is None else b.ssa,
+                strides=s,
+                padding=p,
+                dilation=d,
+                groups=groups,
+            ),
+            *operands,
+        )
+
+    # ---- layout -----------------------------------------------------------------
+
+    def transpose(self, x: Value, perm: Sequence[int] | None = None) -> Value:
+        """Permute dimensions (a strided view); no ``perm`` reverses them."""
+        p = tuple(range(x.rank - 1, -1, -1)) if perm is None else tuple(perm)
+        return self._emit("transpose", lambda: tg.TransposeOp(x.ssa, p), x)
+
+    def view(self, x: Value, shape: Sequence[int]) -> Value:
+        """A new shape over the same storage; fails when the layout cannot have it."""
+        return self._emit("view", lambda: tg.ViewOp(x.ssa, tuple(shape)), x)
+
+    def reshape(self, x: Value, shape: Sequence[int]) -> Value:
+        """A new shape, as a view when possible and a copy otherwise."""
+        return self._emit("reshape", lambda: tg.ReshapeOp(x.ssa, tuple(shape)), x)
+
+    def contiguous(self, x: Value) -> Value:
+        return self._emit("contiguous", lambda: tg.ContiguousOp(x.ssa), x)
+
+    def broadcast(self, x: Value, shape: Sequence[int]) -> Value:
+        return self._emit("broadcast", lambda: tg.BroadcastOp(x.ssa, tuple(shape)), x)
+
+    # ---- reductions and nn ------------------------------------------------------
+
+    def reduce_sum(
+        self, x: Value, axes: int | Sequence[int] | None = None, keepdims: bool = False
+    ) -> Value:
+        """Sum over ``axes`` (an int, a list, or None for all axes)."""
+        return self._reduce(tg.ReduceSumOp, "reduce_sum", x, axes, keepdims)
+
+    def reduce_mean(
+        self, x: Value, axes: int | Sequence[int] | None = None, keepdims: bool = False
+    ) -> Value:
+        return self._reduce(tg.ReduceMeanOp, "reduce_mean", x, axes, keepdims)
+
+    def reduce_max(
+        self, x: Value, axes: int | Sequence[int] | None = None, keepdims: bool = False
+    ) -> Value:
+        return self._reduce(tg.ReduceMaxOp, "reduce_max", x, axes, keepdims)
+
+    def softmax(self, x: Value, axis: int = -1) -> Value:
+        return self._emit("softmax", lambda: tg.SoftmaxOp(x.ssa, axis), x)
+
+    def max_pool2d(
+        self,
+        x: Value,
+        kernel: IntOrPair,
+        strides: IntOrPair | None = None,
+        padding: IntOrPair = 0,
+        dilation: IntOrPair = 1,
+    ) -> Value:
+        """Max over NCHW windows; ``strides`` defaults to the kernel size."""
+        k = _pair(kernel, "kernel")
+        s = k if strides is None else _pair(strides, "strides")
+        p, d = _padding(padding), _pair(dilation, "dilation")
+        return self._emit("max_pool2d", lambda: tg.MaxPool2dOp(x.ssa, k, s, p, d), x)
+
+    def avg_pool2d(
+        self,
+        x: Value,
+        kernel: IntOrPair,
+        strides: IntOrPair | None = None,
+        padding: IntOrPair = 0,
+        count_include_pad: bool = False,
+    ) -> Value:
+        """Mean over NCHW windows; ``strides`` defaults to the kernel size."""
+        k = _pair(kernel, "kernel")
+        s = k if strides is None else _pair(strides, "strides")
+        p = _padding(padding)
+        return self._emit(
+            "avg_pool2d", lambda: tg.AvgPool2dOp(x.ssa, k, s, p, count_include_pad), x
+        )
+
+    def batch_norm(
+        self,
+        x: Value,
+        scale: Value | npt.NDArray[Any],
+        bias: Value | npt.NDArray[Any],
+        mean: Value | npt.NDArray[Any],
+        var: Value | npt.NDArray[Any],
+        epsilon: float = 1e-5,
+    ) -> Value:
+        """Inference batch norm over dimension 1."""
+        params = [self._tensor(p, x) for p in (scale, bias, mean, var)]
+        s, b, m, v = (p.ssa for p in params)
+        return self._emit(
+            "batch_norm",
+            lambda: tg.BatchNormOp(x.ssa, s, b, m, v, epsilon),
+            x,
+            *params,
+        )
+
+    # ---- internals --------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._module is not None:
+            raise GraphError(
+                f"graph '{self.name}' is finished (module() was called); build a new "
+                "Graph to add more"
+            )
+
+    def _own(self, value: Value, what: str) -> Value:
+        if not isinstance(value, Value):
+            raise GraphError(
+                f"{what} expects a graph Value, got {type(value).__name__}"
+            )
+        if value.graph is not self:
+            raise GraphError(
+                f"{what}: the value {value} belongs to graph '{value.graph.name}', not "
+                f"to '{self.name}'"
+            )
+        return value
+
+    def _tensor(self, value: TensorLike, like: Value | None) -> Value:
+        """``value`` as a graph value: arrays and scalars become constants; a scalar
+        takes the dtype of ``like`` (float32 without one)."""
+        if isinstance(value, Value):
+            return self._own(value, "operand")
+        if isinstance(value, bool | int | float):
+            dtype = "float32" if like is None else like.dtype
+            return self.constant(np.array(value, dtype=dtype))
+        return self.constant(np.asarray(value))
+
+    def _operands(self, lhs: TensorLike, rhs: TensorLike) -> tuple[Value, Value]:
+        like = (
+            lhs if isinstance(lhs, Value) else rhs if isinstance(rhs, Value) else None
+        )
+        return self._tensor(lhs, like), self._tensor(rhs, like)
+
+    def _binary(
+        self,
+        op: type[tg.BinaryElementwiseOp],
+        what: str,
+        lhs: TensorLike,
+        rhs: TensorLike,
+    ) -> Value:
+        a, b = self._operands(lhs, rhs)
+        return self._emit(what, lambda: op(a.ssa, b.ssa), a, b)
+
+    def _reduce(
+        self,
+        op: type[tg.ReduceOp],
+        what: str,
+        x: Value,
+        axes: int | Sequence[int] | None,
+        keepdims: bool,
+    ) -> Value:
+        if axes is None:
+            axes = tuple(range(x.rank))
+        elif isinstance(axes, int):
+            axes = (axes,)
+        ax = tuple(axes)
+        return self._emit(what, lambda: op(x.ssa, ax, keepdims), x)
+
+    def _emit(
+        self, what: str, build: Callable[[], Operation], *operands: Value
+    ) -> Value:
+        """Build one op, verify it and append it; errors become ``GraphError``."""
+        self._check_open()
+        for value in operands:
+            self._own(value, what)
+        try:
+            op = build()
+            op.verify()
+        except VerifyException as e:
+            shapes = ", ".join(fmt_shape(v.shape) for v in operands)
+            raise GraphError(f"{what}({shapes}): {e}") from None
+        return self._append(op)
+
+    def _append(self, op: Operation) -> Value:
+        self._check_open()
+        self._block.add_op(op)
+        return Value(self, op.results[0])

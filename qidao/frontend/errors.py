@@ -1,0 +1,42 @@
+"""Errors raised while a frontend turns a model into a tg graph.
+
+Every frontend error is a ``FrontendError``; catch that to handle them all.
+
+- ``GraphError``: an op built with the Python builder is invalid (bad shapes, axes,
+  values from another graph, ...). The message names the op and the operand shapes.
+- ``OnnxImportError``: an ONNX model cannot be imported (unreadable file, dynamic
+  input shape, unsupported dtype or attribute, ...).
+- ``UnsupportedOpsError``: the ONNX model uses op types qidao does not implement; one
+  error lists all of them with the nodes that use them, before any work is done.
+"""
+
+from __future__ import annotations
+
+
+class FrontendError(Exception):
+    """Base of every error a frontend raises."""
+
+
+class GraphError(FrontendError):
+    """An invalid op or graph built with ``qidao.frontend.builder.Graph``."""
+
+
+class OnnxImportError(FrontendError):
+    """An ONNX model that qidao cannot import."""
+
+
+class UnsupportedOpsError(OnnxImportError):
+    """An ONNX model using op types that qidao does not implement.
+
+    ``ops`` maps each unsupported op type to the nodes that use it (node names, or
+    ``#index`` for unnamed nodes).
+    """
+
+    def __init__(self, ops: dict[str, list[str]]) -> None:
+        self.ops = ops
+        lines = [
+            f"  {op_type}: {', '.join(nodes)}" for op_type, nodes in sorted(ops.items())
+        ]
+        super().__init__(
+            f"the model uses {len(ops)} unsupported op type(s):\n" + "\n".join(lines)
+        )
