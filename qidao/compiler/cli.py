@@ -39,14 +39,14 @@ def _load(model: str) -> Any:
     return model
 
 
-def _compile(model: str, **options: Any) -> Any:
+def _compile(model: str, debug: int | None, **options: Any) -> Any:
     import qidao
 
-    return qidao.compile(_load(model), **options)
+    return qidao.compile(_load(model), debug=debug, **options)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    compiled = _compile(args.model, fuse=not args.no_fuse)
+    compiled = _compile(args.model, args.debug, fuse=not args.no_fuse)
     if args.stats:
         from qidao.compiler.explain import stats_table
 
@@ -79,7 +79,7 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    compiled = _compile(args.model)
+    compiled = _compile(args.model, args.debug)
     inputs = _inputs(args, compiled)
     outputs = compiled(*inputs)
     for spec, out in zip(compiled.outputs, outputs, strict=True):
@@ -112,7 +112,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_tour(args: argparse.Namespace) -> int:
     from qidao.compiler.tour import tour
 
-    return tour(args.model, args.stages.split(","), bench=not args.no_bench)
+    return tour(
+        args.model, args.stages.split(","), bench=not args.no_bench, debug=args.debug
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="qidao",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--debug",
+        type=int,
+        default=None,
+        metavar="N",
+        help="0-4: print stage times (1), IR per stage (2), per pass (3), LLVM -O3 "
+        "and asm (4) to stderr; default $QIDAO_DEBUG or 0",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
 )
 
 from qidao.compiler.context import make_context, make_pass
+from qidao.compiler.debug import debug_level, emit
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES, check_stage
@@ -32,7 +33,7 @@ from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 
 ENTRY = "main"
-_OPTIONS = {"fuse": True, "opt_level": 3}
+_OPTIONS: dict[str, Any] = {"fuse": True, "opt_level": 3, "debug": None}
 
 
 class Compiled:
@@ -51,6 +52,7 @@ class Compiled:
         self._jit = jit
         self.native = native
         self.stats = stats
+        self._call = native._call  # the generated, checked caller
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -62,7 +64,7 @@ class Compiled:
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
         """Run the model; checks count, dtype and shape of every input first."""
-        return self.native(*arrays)
+        return self._call(*arrays)  # type: ignore[no-any-return]
 
     def ir(self, stage: str = "tg") -> str:
         """The text of one stage: ``tg``, ``affine``, ``llvm``, ... (see STAGE_NAMES)."""
@@ -93,7 +95,8 @@ def compile(
     ``qidao.frontend.builder.Graph`` or a tg ``ModuleOp``. ``threads`` caps the CPU
     threads the kernels may use (default: all cores; the spine's kernels are serial
     loop nests until schedules add parallel loops). Options: ``fuse`` (default True)
-    runs the fusion pass; ``opt_level`` (0-3, default 3) is LLVM's.
+    runs the fusion pass; ``opt_level`` (0-3, default 3) is LLVM's; ``debug`` (0-4)
+    prints stages, IR and timings to stderr (see ``qidao.compiler.debug``).
     """
     if target != "cpu":
         raise ValueError(f"target '{target}' is not supported yet; use target='cpu'")
@@ -109,12 +112,13 @@ def compile(
             f"{', '.join(f'{k}={v!r}' for k, v in _OPTIONS.items())}"
         )
     settings = {**_OPTIONS, **options}
+    level = debug_level(settings["debug"])
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     module = load_model(model)
     seconds["import"] = time.perf_counter() - start
     inputs, outputs = _signature(module)
-    stage_ir = lower(module, fuse=bool(settings["fuse"]), seconds=seconds)
+    stage_ir = lower(module, fuse=bool(settings["fuse"]), seconds=seconds, debug=level)
     start = time.perf_counter()
     llvm_ir = llvm_ir_text(module)
     seconds["emit-llvm"] = time.perf_counter() - start
@@ -127,15 +131,32 @@ def compile(
         "threads": min(threads, cores),
         "compile_seconds": seconds,
     }
+    if level >= 2:
+        emit("llvm", llvm_ir)
+    if level >= 4:
+        emit("llvm-opt", jit.optimized_ir())
+        emit("asm", jit.assembly())
+    if level >= 1:
+        emit(
+            "stats",
+            f"{stats['kernels']} kernel(s), {stats['buffers']} buffer(s), peak "
+            f"{stats['peak_bytes']:,} bytes; "
+            + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()),
+        )
     return Compiled(stage_ir, llvm_ir, jit, native, stats)
 
 
 def lower(
-    module: ModuleOp, fuse: bool = True, seconds: dict[str, float] | None = None
+    module: ModuleOp,
+    fuse: bool = True,
+    seconds: dict[str, float] | None = None,
+    debug: int = 0,
 ) -> dict[str, ModuleOp]:
     """Run every IR stage in place; return a snapshot of the module after each."""
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
+    if debug >= 2:
+        emit("input", str(module))
     for stage in STAGES:
         start = time.perf_counter()
         for name in stage.passes:
@@ -148,9 +169,13 @@ def lower(
                 raise RuntimeError(
                     f"internal error: IR does not verify after pass '{name}': {err}"
                 ) from err
+            if debug >= 3:
+                emit(f"after pass {name}", str(module))
         if seconds is not None:
             seconds[stage.name] = time.perf_counter() - start
         snapshots[stage.name] = module.clone()
+        if debug >= 2 and stage.name != "input":
+            emit(f"stage {stage.name}", str(module))
     return snapshots
 
 

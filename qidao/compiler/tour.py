@@ -13,7 +13,9 @@ def _banner(title: str) -> str:
     return f"\n{'=' * 78}\n== {title}\n{'=' * 78}"
 
 
-def tour(model: str, stages: Sequence[str], bench: bool = True) -> int:
+def tour(
+    model: str, stages: Sequence[str], bench: bool = True, debug: int | None = None
+) -> int:
     """Print ``model`` at each stage, run it on its example inputs, time it vs torch."""
     import qidao
     from qidao.compiler.examples import EXAMPLES, get_example
@@ -22,7 +24,7 @@ def tour(model: str, stages: Sequence[str], bench: bool = True) -> int:
         check_stage(stage)
     example = get_example(model) if model in EXAMPLES else None
     source = example.build() if example is not None else model
-    compiled = qidao.compile(source)
+    compiled = qidao.compile(source, debug=debug)
     summary = {s.name: s.summary for s in STAGES + TEXT_STAGES}
     title = example.summary if example is not None else model
     print(f"qidao tour: {title}")

@@ -74,17 +74,13 @@ class NativeFunction:
         n_args = len(self.inputs) + len(self.outputs)
         prototype = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))
         self._cfunc = prototype(jit.function_address(entry))
-        self._in_checks = [
-            (i, spec, np.dtype(spec.dtype), spec.shape)
-            for i, spec in enumerate(self.inputs)
-        ]
-        self._out_allocs = [(spec.shape, np.dtype(spec.dtype)) for spec in self.outputs]
         names = ", ".join(repr(s.name) for s in self.inputs)
         self._count_message = (
             f"{entry}() takes {len(self.inputs)} input(s) ({names})"
             if self.inputs
             else f"{entry}() takes no inputs"
         )
+        self._call = self._make_caller()
 
     def _bad(self, i: int, spec: TensorSpec, what: str) -> ArgumentError:
         return ArgumentError(
@@ -93,31 +89,75 @@ class NativeFunction:
         )
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
-        if len(arrays) != len(self._in_checks):
-            raise ArgumentError(f"{self._count_message}, got {len(arrays)}")
-        addresses: list[int] = []
-        copies: list[np.ndarray[Any, Any]] = []  # alive until the native call returns
-        for (i, spec, dtype, shape), array in zip(self._in_checks, arrays, strict=True):
-            if not isinstance(array, np.ndarray):
-                raise self._bad(i, spec, f"an object of type {type(array).__name__}")
-            if array.dtype != dtype:
-                raise self._bad(i, spec, f"dtype {array.dtype.name}")
-            if array.shape != shape:
-                raise self._bad(i, spec, f"shape {array.shape}")
-            flags = array.flags
-            if not flags.c_contiguous:
-                array = np.ascontiguousarray(array)
-                copies.append(array)
-            elif not flags.aligned:
-                array = array.copy()
-                copies.append(array)
-            addresses.append(_data_address(array))
-        kept = [np.empty(shape, dtype) for shape, dtype in self._out_allocs]
-        for out in kept:
-            addresses.append(_data_address(out))
-        self._cfunc(*addresses)
-        del copies
-        return kept
+        return self._call(*arrays)
+
+    def _check_slow(self, i: int, array: Any) -> np.ndarray[Any, Any]:
+        """Input ``i`` failed a fast check: raise the precise error, or return the
+        C-contiguous, aligned, writeable copy the native code can take."""
+        spec = self.inputs[i]
+        if not isinstance(array, np.ndarray):
+            raise self._bad(i, spec, f"an object of type {type(array).__name__}")
+        if array.dtype != np.dtype(spec.dtype):
+            raise self._bad(i, spec, f"dtype {array.dtype.name}")
+        if array.shape != spec.shape:
+            raise self._bad(i, spec, f"shape {array.shape}")
+        # Strided views are copied (never read through the wrong layout); read-only
+        # arrays are copied so the buffer protocol can hand out their address.
+        return np.array(array, order="C", copy=True)
+
+    def _make_caller(self) -> Any:
+        """Generate a Python caller specialised to this signature (like namedtuple):
+        the checks are straight-line code, so a call costs little more than ctypes."""
+        n_in = len(self.inputs)
+        params = [f"a{i}" for i in range(n_in)]
+        env: dict[str, Any] = {
+            "ndarray": np.ndarray,
+            "empty": np.empty,
+            "addressof": ctypes.addressof,
+            "from_buffer": ctypes.c_char.from_buffer,
+            "cfunc": self._cfunc,
+            "slow": self._check_slow,
+            "count_error": self._count_error,
+        }
+        lines = [
+            "def call(*args):",
+            f"    if len(args) != {n_in}: count_error(len(args))",
+        ]
+        if n_in:
+            lines.append(f"    {', '.join(params)}{',' if n_in == 1 else ''} = args")
+        addresses = []
+        for i, spec in enumerate(self.inputs):
+            env[f"d{i}"] = np.dtype(spec.dtype)
+            env[f"s{i}"] = spec.shape
+            a = f"a{i}"
+            lines += [
+                f"    if type({a}) is not ndarray or {a}.dtype != d{i} or "
+                f"{a}.shape != s{i}: {a} = slow({i}, {a})",
+                f"    f = {a}.flags",
+                f"    if not (f.c_contiguous and f.aligned and f.writeable): "
+                f"{a} = slow({i}, {a})",
+            ]
+            addresses.append(self._address_expr(a, spec))
+        outs = []
+        for j, spec in enumerate(self.outputs):
+            env[f"od{j}"] = np.dtype(spec.dtype)
+            env[f"os{j}"] = spec.shape
+            lines.append(f"    o{j} = empty(os{j}, od{j})")
+            outs.append(f"o{j}")
+            addresses.append(self._address_expr(f"o{j}", spec))
+        lines.append(f"    cfunc({', '.join(addresses)})")
+        lines.append(f"    return [{', '.join(outs)}]")
+        exec("\n".join(lines), env)
+        return env["call"]
+
+    @staticmethod
+    def _address_expr(name: str, spec: TensorSpec) -> str:
+        if int(np.prod(spec.shape)) == 0:  # the buffer protocol refuses empty buffers
+            return f"{name}.ctypes.data"
+        return f"addressof(from_buffer({name}))"
+
+    def _count_error(self, given: int) -> None:
+        raise ArgumentError(f"{self._count_message}, got {given}")
 
     def raw(self, *arrays: np.ndarray[Any, Any]) -> None:
         """Unchecked call on C-contiguous inputs then preallocated outputs."""
