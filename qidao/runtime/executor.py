@@ -89,7 +89,7 @@ class NativeFunction:
         )
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
-        return self._call(*arrays)
+        return self._call(*arrays)  # type: ignore[no-any-return]
 
     def _check_slow(self, i: int, array: Any) -> np.ndarray[Any, Any]:
         """Input ``i`` failed a fast check: raise the precise error, or return the
