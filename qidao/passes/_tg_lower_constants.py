@@ -1,0 +1,59 @@
+"""Constants of ``convert-tg-to-affine``: splats fold into kernels, the rest become
+``memref.global "private" constant @<graph>_cst<i>`` at module level."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Block, Operation
+
+from qidao.dialects.tg.types import dtype_name
+from qidao.passes._tg_lower_common import Scalar, memref_type
+
+
+def splat_of(value: DenseIntOrFPElementsAttr) -> Scalar | None:
+    """The one value of a float constant whose elements are all bitwise equal (or
+    which has one element), else None."""
+    t = value.type
+    element = t.get_element_type()
+    if not isinstance(element, AnyFloat):
+        return None
+    dtype = np.dtype(dtype_name(element))
+    flat = np.frombuffer(value.data.data, dtype=dtype)
+    if flat.size == 0:
+        return None
+    bits = flat.view(np.dtype(f"u{dtype.itemsize}"))
+    if not bool((bits == bits[0]).all()):
+        return None
+    return Scalar(float(flat[0]), element)
+
+
+class ConstantPool:
+    """The module-level globals of one graph, created on first use, deduplicated."""
+
+    def __init__(self, module_block: Block, before: Operation, graph: str) -> None:
+        self.module_block = module_block
+        self.before = before
+        self.graph = graph
+        self.names: dict[DenseIntOrFPElementsAttr, str] = {}
+
+    def global_for(self, value: DenseIntOrFPElementsAttr) -> str:
+        if value in self.names:
+            return self.names[value]
+        name = f"{self.graph}_cst{len(self.names)}"
+        glob = memref.GlobalOp.get(
+            StringAttr(name),
+            memref_type(value.type),
+            value,
+            constant=UnitAttr(),
+            alignment=64,
+        )
+        self.module_block.insert_op_before(glob, self.before)
+        self.names[value] = name
+        return name

@@ -1,0 +1,70 @@
+"""``tg.conv2d`` kernels (NCHW input, FCHW weight).
+
+One nest ``n, f, oh, ow, c, kh, kw``: the reduction loops ``c, kh, kw`` carry the sum
+as iter_args; padding is an ``affine.if`` around the read (only the bounds that can
+fail are tested); groups pick the input channel
+``(f floordiv (F / groups)) * (C / groups) + c``; the bias is added last.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
+
+from qidao.dialects import tg
+from qidao.dialects.tg.base import ints
+from qidao.passes._tg_lower_common import (
+    Kernel,
+    Source,
+    add,
+    const,
+    dim,
+    element_type,
+    in_bounds,
+    mul,
+    shape,
+)
+from qidao.passes._tg_lower_constants import ConstantPool
+
+
+def lower_conv2d(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    assert isinstance(op, tg.Conv2dOp)
+    em = k.em
+    x, w = sources[0], sources[1]
+    bias = sources[2] if op.bias is not None else None
+    (out,) = k.outputs
+    _, _, h, wd = shape(op.input)
+    f_out, cg, kh, kw = shape(op.weight)
+    n, _, oh, ow = shape(op.result)
+    sh, sw = ints(op.strides)
+    pt, pl, _, _ = ints(op.padding)
+    dh, dw = ints(op.dilation)
+    groups = op.groups.value.data
+    fg = f_out // groups
+    zero = em.constant(0.0, element_type(op.result))
+
+    nd, fd, ohd, owd, cd, khd, kwd = (dim(d) for d in range(7))
+    row = add(add(mul(ohd, sh), const(-pt)), mul(khd, dh))
+    col = add(add(mul(owd, sw), const(-pl)), mul(kwd, dw))
+    channel: AffineExpr = cd if groups == 1 else add(mul(fd // fg, cg), cd)
+    conditions = [
+        *in_bounds(row, -pt, (oh - 1) * sh - pt + (kh - 1) * dh, h),
+        *in_bounds(col, -pl, (ow - 1) * sw - pl + (kw - 1) * dw, wd),
+    ]
+
+    with em.nest(["n", "f", "oh", "ow"], [n, f_out, oh, ow]) as outer:
+
+        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            def tap() -> list[SSAValue]:
+                xv = em.load(x, ivs, [nd, channel, row, col])
+                wv = em.load(w, ivs, [fd, cd, khd, kwd])
+                return [em.addf(accs[0], em.mulf(xv, wv))]
+
+            return em.if_else(conditions, ivs, tap, [accs[0]])
+
+        (total,) = em.accumulate(["c", "kh", "kw"], [cg, kh, kw], [zero], step, outer)
+        if bias is not None:
+            total = em.addf(total, em.load(bias, outer, [dim(1)]))
+        em.store(total, out, outer, [dim(d) for d in range(4)])

@@ -1,0 +1,185 @@
+"""Elementwise kernels: one nest ``i0, i1, ...`` over the output, innermost last.
+
+A standalone elementwise op and a ``tg.fused`` group lower the same way: the value
+of the result at the loop index is computed by walking the op tree back to the
+kernel's inputs (:class:`PointwiseEvaluator`), so intermediates stay in registers.
+Broadcast operands read with their size-1 and missing dimensions pinned to 0.
+
+Accepted inside a ``tg.fused`` body: binary and unary elementwise ops, the views
+``tg.transpose``, ``tg.broadcast``, ``tg.view``, ``tg.reshape`` and
+``tg.contiguous`` (on any value: they only change how loads index), and
+``tg.constant`` (a splat becomes ``arith.constant``; any other constant is read
+from a ``memref.global`` with ``memref.get_global`` in the kernel). Anything else
+raises :class:`TgLoweringError`. All results of one group must share a shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects import arith, math, memref
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
+
+from qidao.dialects import tg
+from qidao.dialects.tg.base import ints
+from qidao.passes._tg_lower_common import (
+    Emitter,
+    Kernel,
+    Source,
+    TgLoweringError,
+    broadcast_index,
+    dim,
+    loop_names,
+    memref_type,
+    reshape_index,
+    shape,
+)
+from qidao.passes._tg_lower_constants import ConstantPool, splat_of
+
+Index = tuple[AffineExpr, ...]
+
+_BINARY: dict[type[Operation], Callable[[Emitter, SSAValue, SSAValue], SSAValue]] = {
+    tg.AddOp: Emitter.addf,
+    tg.SubOp: Emitter.subf,
+    tg.MulOp: Emitter.mulf,
+    tg.DivOp: Emitter.divf,
+    tg.MaxOp: Emitter.maxf,
+    tg.MinOp: lambda em, a, b: em.value(arith.MinimumfOp(a, b)),
+}
+
+
+def _sigmoid(em: Emitter, x: SSAValue) -> SSAValue:
+    one = em.constant(1.0, x.type)
+    e = em.value(math.ExpOp(em.value(arith.NegfOp(x))))
+    return em.divf(one, em.addf(one, e))
+
+
+_UNARY: dict[type[Operation], Callable[[Emitter, SSAValue], SSAValue]] = {
+    tg.NegOp: lambda em, x: em.value(arith.NegfOp(x)),
+    tg.ExpOp: lambda em, x: em.value(math.ExpOp(x)),
+    tg.LogOp: lambda em, x: em.value(math.LogOp(x)),
+    tg.SqrtOp: lambda em, x: em.value(math.SqrtOp(x)),
+    tg.TanhOp: lambda em, x: em.value(math.TanhOp(x)),
+    tg.SigmoidOp: _sigmoid,
+    tg.ReluOp: lambda em, x: em.maxf(x, em.constant(0.0, x.type)),
+}
+
+_VIEWS = (tg.TransposeOp, tg.BroadcastOp, tg.ViewOp, tg.ReshapeOp, tg.ContiguousOp)
+
+
+class PointwiseEvaluator:
+    """Computes a tensor value's element at an affine index inside a loop nest."""
+
+    def __init__(
+        self,
+        em: Emitter,
+        ivs: Sequence[SSAValue],
+        sources: dict[SSAValue, Source],
+        pool: ConstantPool,
+    ) -> None:
+        self.em = em
+        self.ivs = list(ivs)
+        self.sources = sources
+        self.pool = pool
+        self.memo: dict[tuple[SSAValue, Index], SSAValue] = {}
+
+    def at(self, value: SSAValue, index: Sequence[AffineExpr]) -> SSAValue:
+        key = (value, tuple(index))
+        if key not in self.memo:
+            self.memo[key] = self._compute(value, tuple(index))
+        return self.memo[key]
+
+    def _compute(self, value: SSAValue, index: Index) -> SSAValue:
+        if value in self.sources:
+            return self.em.load(self.sources[value], self.ivs, index)
+        op = value.owner
+        assert isinstance(op, Operation), f"{value} is not an input of the kernel"
+        if type(op) in _BINARY:
+            lhs = self.at(op.operands[0], broadcast_index(index, shape(op.operands[0])))
+            rhs = self.at(op.operands[1], broadcast_index(index, shape(op.operands[1])))
+            return _BINARY[type(op)](self.em, lhs, rhs)
+        if type(op) in _UNARY:
+            return _UNARY[type(op)](self.em, self.at(op.operands[0], index))
+        if isinstance(op, tg.TransposeOp):
+            perm = ints(op.perm)
+            source_index: list[AffineExpr] = list(index)
+            for k, p in enumerate(perm):
+                source_index[p] = index[k]
+            return self.at(op.input, source_index)
+        if isinstance(op, tg.BroadcastOp):
+            return self.at(op.input, broadcast_index(index, shape(op.input)))
+        if isinstance(op, tg.ViewOp | tg.ReshapeOp | tg.ContiguousOp):
+            src = op.operands[0]
+            return self.at(src, reshape_index(index, shape(value), shape(src)))
+        if isinstance(op, tg.ConstantOp):
+            splat = splat_of(op.value)
+            if splat is not None:
+                return self.em.scalar(splat)
+            name = self.pool.global_for(op.value)
+            glob = self.em.value(memref.GetGlobalOp(name, memref_type(value.type)))
+            return self.em.load(glob, self.ivs, index)
+        raise TgLoweringError(
+            f"convert-tg-to-affine: '{op.name}' cannot be part of an elementwise "
+            "kernel (tg.fused bodies take elementwise ops, views and constants)"
+        )
+
+
+def _pointwise_kernel(
+    k: Kernel,
+    results: Sequence[SSAValue],
+    sources: dict[SSAValue, Source],
+    pool: ConstantPool,
+    what: str,
+) -> None:
+    out_shape = shape(results[0])
+    if any(shape(r) != out_shape for r in results):
+        shapes = ", ".join(str(shape(r)) for r in results)
+        raise TgLoweringError(
+            f"convert-tg-to-affine: {what} results have different shapes ({shapes}); "
+            "one kernel needs one output shape"
+        )
+    with k.em.nest(loop_names("i", len(out_shape)), out_shape) as ivs:
+        ev = PointwiseEvaluator(k.em, ivs, sources, pool)
+        index = [dim(d) for d in range(len(out_shape))]
+        for result, out in zip(results, k.outputs, strict=True):
+            k.em.store(ev.at(result, index), out, ivs, index)
+
+
+def lower_elementwise(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    """``tg.add``, ``tg.relu``, ...: ``out[i] = f(a[bcast(i)], b[bcast(i)])``."""
+    _pointwise_kernel(
+        k, op.results, dict(zip(op.operands, sources, strict=True)), pool, op.name
+    )
+
+
+def lower_fused(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    """``tg.fused``: the whole body in one nest, block arguments read the inputs."""
+    assert isinstance(op, tg.FusedOp)
+    block = op.body.block
+    accepted: tuple[type[Operation], ...] = (
+        tg.YieldOp,
+        tg.ConstantOp,
+        *_BINARY,
+        *_UNARY,
+        *_VIEWS,
+    )
+    for inner in block.ops:
+        if not isinstance(inner, accepted):
+            raise TgLoweringError(
+                f"convert-tg-to-affine: tg.fused body holds '{inner.name}', but a "
+                "fused kernel takes only elementwise ops, views and constants"
+            )
+    terminator = block.last_op
+    assert isinstance(terminator, tg.YieldOp)
+    args: dict[SSAValue, Source] = dict(zip(block.args, sources, strict=True))
+    _pointwise_kernel(k, list(terminator.values), args, pool, "tg.fused")
+
+
+def fused_label(op: tg.FusedOp) -> str:
+    """``"tg.mul+tg.add+tg.relu"``: the body's ops in order, tg.yield left out."""
+    return "+".join(o.name for o in op.body.block.ops if not isinstance(o, tg.YieldOp))

@@ -1,0 +1,144 @@
+"""Neural-network kernels: pools, softmax and batch normalization.
+
+- ``tg.max_pool2d`` / ``tg.avg_pool2d``: one nest ``n, c, oh, ow, kh, kw``, the window
+  loops carrying the running max / sum as iter_args; padded positions are skipped
+  with ``affine.if`` (max never sees them; avg divides by ``kh * kw`` with
+  ``count_include_pad`` or without padding, else by the number of real elements,
+  counted in a second iter_arg).
+- ``tg.softmax``: outer loops ``i0, i1, ...`` over every dimension but the axis, then
+  three loops over the axis: ``r_max`` (running max), ``r_sum`` (stores
+  ``exp(x - max)`` and sums it), ``r_norm`` (divides by the sum).
+- ``tg.batch_norm``: one elementwise nest ``i0, i1, ...``:
+  ``scale[c] * (x - mean[c]) / sqrt(var[c] + epsilon) + bias[c]`` with ``c`` dim 1.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import math
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
+
+from qidao.dialects import tg
+from qidao.passes._tg_lower_common import (
+    NEG_INF,
+    Kernel,
+    Source,
+    add,
+    const,
+    dim,
+    element_type,
+    in_bounds,
+    loop_names,
+    mul,
+    shape,
+)
+from qidao.passes._tg_lower_constants import ConstantPool
+
+
+def lower_pool(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    assert isinstance(op, tg.Pool2dOp)
+    em = k.em
+    (x,) = sources
+    (out,) = k.outputs
+    (kh, kw), (sh, sw), (pt, pl, _, _) = op.pool_geometry()
+    dh, dw = op.dilations()
+    _, _, h, w = shape(op.input)
+    n, c, oh, ow = shape(op.result)
+    t = element_type(op.result)
+    nd, cd, ohd, owd, khd, kwd = (dim(d) for d in range(6))
+    row = add(add(mul(ohd, sh), const(-pt)), mul(khd, dh))
+    col = add(add(mul(owd, sw), const(-pl)), mul(kwd, dw))
+    conditions = [
+        *in_bounds(row, -pt, (oh - 1) * sh - pt + (kh - 1) * dh, h),
+        *in_bounds(col, -pl, (ow - 1) * sw - pl + (kw - 1) * dw, w),
+    ]
+    is_max = isinstance(op, tg.MaxPool2dOp)
+    count_real = (
+        isinstance(op, tg.AvgPool2dOp)
+        and op.count_include_pad is None
+        and bool(conditions)
+    )
+    one = em.constant(1.0, t)
+
+    with em.nest(["n", "c", "oh", "ow"], [n, c, oh, ow]) as outer:
+
+        def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            def tap() -> list[SSAValue]:
+                xv = em.load(x, ivs, [nd, cd, row, col])
+                if is_max:
+                    return [em.maxf(accs[0], xv)]
+                summed = [em.addf(accs[0], xv)]
+                return [*summed, em.addf(accs[1], one)] if count_real else summed
+
+            return em.if_else(conditions, ivs, tap, list(accs))
+
+        if is_max:
+            (result,) = em.accumulate(
+                ["kh", "kw"], [kh, kw], [em.constant(NEG_INF, t)], step, outer
+            )
+        else:
+            zero = em.constant(0.0, t)
+            inits = [zero, zero] if count_real else [zero]
+            accs = em.accumulate(["kh", "kw"], [kh, kw], inits, step, outer)
+            count = accs[1] if count_real else em.constant(float(kh * kw), t)
+            result = em.divf(accs[0], count)
+        em.store(result, out, outer, [dim(d) for d in range(4)])
+
+
+def lower_softmax(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    assert isinstance(op, tg.SoftmaxOp)
+    em = k.em
+    (x,) = sources
+    (out,) = k.outputs
+    full = shape(op.result)
+    axis = op.normalized_axis()
+    rank = len(full)
+    t = element_type(op.result)
+    outer_shape = [s for d, s in enumerate(full) if d != axis]
+    index: list[AffineExpr] = [dim(d) for d in range(rank - 1)]
+    index.insert(axis, dim(rank - 1))
+
+    with em.nest(loop_names("i", rank - 1), outer_shape) as outer:
+
+        def running_max(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            return [em.maxf(accs[0], em.load(x, ivs, index))]
+
+        (top,) = em.accumulate(
+            ["r_max"], [full[axis]], [em.constant(NEG_INF, t)], running_max, outer
+        )
+
+        def exp_sum(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            e = em.value(math.ExpOp(em.subf(em.load(x, ivs, index), top)))
+            em.store(e, out, ivs, index)
+            return [em.addf(accs[0], e)]
+
+        (total,) = em.accumulate(
+            ["r_sum"], [full[axis]], [em.constant(0.0, t)], exp_sum, outer
+        )
+        with em.nest(["r_norm"], [full[axis]]) as (r,):
+            ivs = [*outer, r]
+            em.store(em.divf(em.load(out, ivs, index), total), out, ivs, index)
+
+
+def lower_batch_norm(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    assert isinstance(op, tg.BatchNormOp)
+    em = k.em
+    x, scale, bias, mean, var = sources
+    (out,) = k.outputs
+    full = shape(op.result)
+    t = element_type(op.result)
+    eps = em.constant(op.epsilon.value.data, t)
+    index = [dim(d) for d in range(len(full))]
+    with em.nest(loop_names("i", len(full)), full) as ivs:
+        channel = [dim(1)]
+        centered = em.subf(em.load(x, ivs, index), em.load(mean, ivs, channel))
+        scaled = em.mulf(em.load(scale, ivs, channel), centered)
+        std = em.value(math.SqrtOp(em.addf(em.load(var, ivs, channel), eps)))
+        result = em.addf(em.divf(scaled, std), em.load(bias, ivs, channel))
+        em.store(result, out, ivs, index)

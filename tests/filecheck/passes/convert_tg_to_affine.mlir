@@ -1,0 +1,201 @@
+// RUN: qidao-opt %s -p convert-tg-to-affine | filecheck %s
+
+// The book's relu(x·w + b): three kernels, each a named affine nest; the host
+// calls them on allocated intermediates and writes the last one into %out0.
+
+// CHECK-LABEL: func.func private @main_k0_matmul(%x: memref<4x3xf32> {llvm.noalias}, %w: memref<3x5xf32> {llvm.noalias}, %out: memref<4x5xf32> {llvm.noalias}) attributes {qd.kernel = "tg.matmul"} {
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         affine.for %i_init = 0 to 4 {
+// CHECK-NEXT:      affine.for %j_init = 0 to 5 {
+// CHECK-NEXT:        affine.store %[[ZERO]], %out[%i_init, %j_init] : memref<4x5xf32>
+// CHECK-NEXT:      } {qd.loop = "j_init"}
+// CHECK-NEXT:    } {qd.loop = "i_init"}
+// CHECK-NEXT:    affine.for %i = 0 to 4 {
+// CHECK-NEXT:      affine.for %k = 0 to 3 {
+// CHECK-NEXT:        affine.for %j = 0 to 5 {
+// CHECK-NEXT:          %[[A:.*]] = affine.load %x[%i, %k] : memref<4x3xf32>
+// CHECK-NEXT:          %[[B:.*]] = affine.load %w[%k, %j] : memref<3x5xf32>
+// CHECK-NEXT:          %[[C:.*]] = affine.load %out[%i, %j] : memref<4x5xf32>
+// CHECK-NEXT:          %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT:          %[[S:.*]] = arith.addf %[[C]], %[[P]] : f32
+// CHECK-NEXT:          affine.store %[[S]], %out[%i, %j] : memref<4x5xf32>
+// CHECK-NEXT:        } {qd.loop = "j"}
+// CHECK-NEXT:      } {qd.loop = "k"}
+// CHECK-NEXT:    } {qd.loop = "i"}
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func private @main_k1_add(%in0: memref<4x5xf32> {llvm.noalias}, %b: memref<5xf32> {llvm.noalias}, %out: memref<4x5xf32> {llvm.noalias}) attributes {qd.kernel = "tg.add"} {
+// CHECK-NEXT:    affine.for %i0 = 0 to 4 {
+// CHECK-NEXT:      affine.for %i1 = 0 to 5 {
+// CHECK-NEXT:        %{{.*}} = affine.load %in0[%i0, %i1] : memref<4x5xf32>
+// CHECK-NEXT:        %{{.*}} = affine.load %b[%i1] : memref<5xf32>
+// CHECK-NEXT:        %{{.*}} = arith.addf
+// CHECK-NEXT:        affine.store %{{.*}}, %out[%i0, %i1] : memref<4x5xf32>
+// CHECK-NEXT:      } {qd.loop = "i1"}
+// CHECK-NEXT:    } {qd.loop = "i0"}
+// CHECK-LABEL: func.func private @main_k2_relu(%in0: memref<4x5xf32> {llvm.noalias}, %out: memref<4x5xf32> {llvm.noalias}) attributes {qd.kernel = "tg.relu"} {
+// CHECK:         arith.maximumf
+// CHECK-LABEL: func.func @main(%x: memref<4x3xf32>, %w: memref<3x5xf32>, %b: memref<5xf32>, %out0: memref<4x5xf32>) attributes {qd.num_inputs = 3 : i64} {
+// CHECK-NEXT:    %[[T0:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x5xf32>
+// CHECK-NEXT:    func.call @main_k0_matmul(%x, %w, %[[T0]]) : (memref<4x3xf32>, memref<3x5xf32>, memref<4x5xf32>) -> ()
+// CHECK-NEXT:    %[[T1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x5xf32>
+// CHECK-NEXT:    func.call @main_k1_add(%[[T0]], %b, %[[T1]])
+// CHECK-NEXT:    memref.dealloc %[[T0]] : memref<4x5xf32>
+// CHECK-NEXT:    func.call @main_k2_relu(%[[T1]], %out0)
+// CHECK-NEXT:    memref.dealloc %[[T1]] : memref<4x5xf32>
+// CHECK-NEXT:    func.return
+// CHECK-NEXT:  }
+func.func @main(%x: tensor<4x3xf32>, %w: tensor<3x5xf32>, %b: tensor<5xf32>) -> tensor<4x5xf32> {
+  %0 = tg.matmul %x, %w : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %1 = tg.add %0, %b : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %2 = tg.relu %1 : tensor<4x5xf32> -> tensor<4x5xf32>
+  func.return %2 : tensor<4x5xf32>
+}
+
+// A tg.fused group is ONE kernel: the chain stays in registers.
+
+// CHECK-LABEL: func.func private @fused_k0_fused(%x: memref<8xf32> {llvm.noalias}, %b: memref<8xf32> {llvm.noalias}, %out: memref<8xf32> {llvm.noalias}) attributes {qd.kernel = "tg.mul+tg.add+tg.relu"} {
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    affine.for %i0 = 0 to 8 {
+// CHECK-NEXT:      %[[X:.*]] = affine.load %x[%i0] : memref<8xf32>
+// CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK-NEXT:      %[[B:.*]] = affine.load %b[%i0] : memref<8xf32>
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[M]], %[[B]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.maximumf %[[S]], %[[ZERO]] : f32
+// CHECK-NEXT:      affine.store %[[R]], %out[%i0] : memref<8xf32>
+// CHECK-NEXT:    } {qd.loop = "i0"}
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func @fused(%x: memref<8xf32>, %b: memref<8xf32>, %out0: memref<8xf32>) attributes {qd.num_inputs = 2 : i64} {
+// CHECK-NEXT:    func.call @fused_k0_fused(%x, %b, %out0)
+// CHECK-NEXT:    func.return
+func.func @fused(%x: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tg.fused %x, %b : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%xa: tensor<8xf32>, %ba: tensor<8xf32>):
+    %m = tg.mul %xa, %xa : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %s = tg.add %m, %ba : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    %r = tg.relu %s : tensor<8xf32> -> tensor<8xf32>
+    tg.yield %r : tensor<8xf32>
+  }
+  func.return %y : tensor<8xf32>
+}
+
+// A transpose costs nothing: a reinterpret_cast, and the exp kernel reads through
+// the strided layout. No copy kernel fires.
+
+// CHECK-LABEL: func.func private @transpose_view_k0_exp(%t: memref<3x2xf32, strided<[1, 3]>> {llvm.noalias}, %out: memref<3x2xf32> {llvm.noalias})
+// CHECK:           affine.load %t[%i0, %i1] : memref<3x2xf32, strided<[1, 3]>>
+// CHECK-LABEL: func.func @transpose_view(%x: memref<2x3xf32>, %out0: memref<3x2xf32>)
+// CHECK-NEXT:    %t = memref.reinterpret_cast %x to offset: [0], sizes: [3, 2], strides: [1, 3] : memref<2x3xf32> to memref<3x2xf32, strided<[1, 3]>>
+// CHECK-NEXT:    func.call @transpose_view_k0_exp(%t, %out0)
+// CHECK-NEXT:    func.return
+func.func @transpose_view(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %t = tg.transpose %x perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32, strided<[1, 3]>>
+  %e = tg.exp %t : tensor<3x2xf32, strided<[1, 3]>> -> tensor<3x2xf32>
+  func.return %e : tensor<3x2xf32>
+}
+
+// reshape of a row-major tensor is a view: a reinterpret_cast, no kernel of its own.
+
+// CHECK-LABEL: func.func private @reshape_view_k0_neg(%r: memref<3x4xf32> {llvm.noalias}, %out: memref<3x4xf32> {llvm.noalias}) attributes {qd.kernel = "tg.neg"}
+// CHECK-LABEL: func.func @reshape_view(%x: memref<2x6xf32>, %out0: memref<3x4xf32>)
+// CHECK-NEXT:    %r = memref.reinterpret_cast %x to offset: [0], sizes: [3, 4], strides: [4, 1] : memref<2x6xf32> to memref<3x4xf32>
+// CHECK-NEXT:    func.call @reshape_view_k0_neg(%r, %out0)
+// CHECK-NEXT:    func.return
+func.func @reshape_view(%x: tensor<2x6xf32>) -> tensor<3x4xf32> {
+  %r = tg.reshape %x : tensor<2x6xf32> -> tensor<3x4xf32>
+  %n = tg.neg %r : tensor<3x4xf32> -> tensor<3x4xf32>
+  func.return %n : tensor<3x4xf32>
+}
+
+// Flattening a transpose has no view: reshape copies, reading row-major order
+// through the strided layout.
+
+// CHECK-LABEL: func.func private @reshape_copy_k0_reshape(%t: memref<3x2xf32, strided<[1, 3]>> {llvm.noalias}, %out: memref<6xf32> {llvm.noalias}) attributes {qd.kernel = "tg.reshape"} {
+// CHECK-NEXT:    affine.for %i0 = 0 to 6 {
+// CHECK-NEXT:      %[[V:.*]] = affine.load %t[%i0 floordiv 2, %i0 mod 2] : memref<3x2xf32, strided<[1, 3]>>
+// CHECK-NEXT:      affine.store %[[V]], %out[%i0] : memref<6xf32>
+// CHECK-NEXT:    } {qd.loop = "i0"}
+// CHECK-LABEL: func.func private @reshape_copy_k1_neg(
+// CHECK-LABEL: func.func @reshape_copy(%x: memref<2x3xf32>, %out0: memref<6xf32>)
+// CHECK-NEXT:    %t = memref.reinterpret_cast %x to offset: [0], sizes: [3, 2], strides: [1, 3]
+// CHECK-NEXT:    %r = memref.alloc() {alignment = 64 : i64} : memref<6xf32>
+// CHECK-NEXT:    func.call @reshape_copy_k0_reshape(%t, %r)
+// CHECK-NEXT:    func.call @reshape_copy_k1_neg(%r, %out0)
+// CHECK-NEXT:    memref.dealloc %r : memref<6xf32>
+func.func @reshape_copy(%x: tensor<2x3xf32>) -> tensor<6xf32> {
+  %t = tg.transpose %x perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32, strided<[1, 3]>>
+  %r = tg.reshape %t : tensor<3x2xf32, strided<[1, 3]>> -> tensor<6xf32>
+  %n = tg.neg %r : tensor<6xf32> -> tensor<6xf32>
+  func.return %n : tensor<6xf32>
+}
+
+// A broadcast is a stride-0 view.
+
+// CHECK-LABEL: func.func private @broadcast_k0_sqrt(%b: memref<4x3xf32, strided<[0, 1]>> {llvm.noalias}, %out: memref<4x3xf32> {llvm.noalias})
+// CHECK-LABEL: func.func @broadcast(%v: memref<3xf32>, %out0: memref<4x3xf32>)
+// CHECK-NEXT:    %b = memref.reinterpret_cast %v to offset: [0], sizes: [4, 3], strides: [0, 1] : memref<3xf32> to memref<4x3xf32, strided<[0, 1]>>
+// CHECK-NEXT:    func.call @broadcast_k0_sqrt(%b, %out0)
+func.func @broadcast(%v: tensor<3xf32>) -> tensor<4x3xf32> {
+  %b = tg.broadcast %v : tensor<3xf32> -> tensor<4x3xf32, strided<[0, 1]>>
+  %s = tg.sqrt %b : tensor<4x3xf32, strided<[0, 1]>> -> tensor<4x3xf32>
+  func.return %s : tensor<4x3xf32>
+}
+
+// A splat constant folds into the kernel: no global, no buffer argument.
+
+// CHECK-NOT:   memref.global
+// CHECK-LABEL: func.func private @splat_k0_mul(%x: memref<4xf32> {llvm.noalias}, %out: memref<4xf32> {llvm.noalias}) attributes {qd.kernel = "tg.mul"} {
+// CHECK-NEXT:    %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT:    affine.for %i0 = 0 to 4 {
+// CHECK-NEXT:      %[[X:.*]] = affine.load %x[%i0] : memref<4xf32>
+// CHECK-NEXT:      %{{.*}} = arith.mulf %[[X]], %[[HALF]] : f32
+// CHECK-LABEL: func.func @splat(%x: memref<4xf32>, %out0: memref<4xf32>)
+// CHECK-NEXT:    func.call @splat_k0_mul(%x, %out0)
+// CHECK-NEXT:    func.return
+func.func @splat(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = tg.constant dense<5.000000e-01> : tensor<4xf32>
+  %y = tg.mul %x, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// conv2d with padding: the reduction loops carry the sum, affine.if skips the pad.
+
+// CHECK-LABEL: func.func private @conv_k0_conv2d(%x: memref<1x2x4x4xf32> {llvm.noalias}, %w: memref<3x2x3x3xf32> {llvm.noalias}, %out: memref<1x3x4x4xf32> {llvm.noalias}) attributes {qd.kernel = "tg.conv2d"} {
+// CHECK:         affine.for %n = 0 to 1 {
+// CHECK-NEXT:      affine.for %f = 0 to 3 {
+// CHECK-NEXT:        affine.for %oh = 0 to 4 {
+// CHECK-NEXT:          affine.for %ow = 0 to 4 {
+// CHECK-NEXT:            %[[SUM:.*]] = affine.for %c = 0 to 2 iter_args(%[[ACC_C:.*]] = %{{.*}}) -> (f32) {
+// CHECK-NEXT:              affine.for %kh = 0 to 3 iter_args
+// CHECK-NEXT:                affine.for %kw = 0 to 3 iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK-NEXT:                  "affine.if"(%oh, %ow, %kh, %kw) <{condition = affine_set<(d0, d1, d2, d3) :
+// CHECK-NEXT:                    affine.load %x[%n, %c, %oh + -1 + %kh, %ow + -1 + %kw] : memref<1x2x4x4xf32>
+// CHECK-NEXT:                    affine.load %w[%f, %c, %kh, %kw] : memref<3x2x3x3xf32>
+// CHECK-NEXT:                    arith.mulf
+// CHECK-NEXT:                    arith.addf %[[ACC]],
+// CHECK-NEXT:                    affine.yield
+// CHECK-NEXT:                  }, {
+// CHECK-NEXT:                    affine.yield %[[ACC]] : f32
+// CHECK-NEXT:                  }) : (index, index, index, index) -> f32
+// CHECK:                   } {qd.loop = "kw"}
+// CHECK:                 } {qd.loop = "kh"}
+// CHECK:               } {qd.loop = "c"}
+// CHECK-NEXT:            affine.store %[[SUM]], %out[%n, %f, %oh, %ow] : memref<1x3x4x4xf32>
+// CHECK-NEXT:          } {qd.loop = "ow"}
+// CHECK-NEXT:        } {qd.loop = "oh"}
+// CHECK-NEXT:      } {qd.loop = "f"}
+// CHECK-NEXT:    } {qd.loop = "n"}
+// CHECK-LABEL: func.func @conv(%x: memref<1x2x4x4xf32>, %w: memref<3x2x3x3xf32>, %out0: memref<1x3x4x4xf32>)
+// CHECK-NEXT:    func.call @conv_k0_conv2d(%x, %w, %out0)
+func.func @conv(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
+}
+
+// A function with no tg ops is left alone.
+
+// CHECK-LABEL: func.func @no_tg(%a: memref<4xf32>) -> memref<4xf32> {
+// CHECK-NEXT:    func.return %a : memref<4xf32>
+// CHECK-NEXT:  }
+func.func @no_tg(%a: memref<4xf32>) -> memref<4xf32> {
+  func.return %a : memref<4xf32>
+}

@@ -1,0 +1,394 @@
+"""Structural checks of convert-tg-to-affine over every tg op kind.
+
+For each op: the output verifies, holds no tg op and no tensor type, every kernel is
+a private result-less function with ``llvm.noalias`` arguments and a ``qd.kernel``
+tag, every ``affine.for`` is named (uniquely within its kernel, in the documented
+order), the kernel bodies use only ops the back end lowers, and every alloc is
+freed once.
+"""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, builtin, func, math, memref
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.parser import Parser
+
+from qidao.dialects.tg import TG
+from qidao.passes.convert_tg_to_affine import ConvertTgToAffinePass, TgLoweringError
+
+T = "tensor<2x3xf32>"
+NCHW = "tensor<1x2x5x5xf32>"
+
+# op -> (graph arguments, body, result, loop names of each kernel in order)
+CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
+    "tg.add": (
+        f"%a: {T}, %b: tensor<3xf32>",
+        f"%r = tg.add %a, %b : ({T}, tensor<3xf32>) -> {T}",
+        f"%r : {T}",
+        [["i0", "i1"]],
+    ),
+    **{
+        name: (
+            f"%a: {T}, %b: {T}",
+            f"%r = {name} %a, %b : ({T}, {T}) -> {T}",
+            f"%r : {T}",
+            [["i0", "i1"]],
+        )
+        for name in ("tg.sub", "tg.mul", "tg.div", "tg.max", "tg.min")
+    },
+    **{
+        name: (f"%a: {T}", f"%r = {name} %a : {T} -> {T}", f"%r : {T}", [["i0", "i1"]])
+        for name in (
+            "tg.neg",
+            "tg.exp",
+            "tg.log",
+            "tg.sqrt",
+            "tg.tanh",
+            "tg.sigmoid",
+            "tg.relu",
+        )
+    },
+    "tg.matmul": (
+        "%a: tensor<5x2x3xf32>, %b: tensor<3x4xf32>",
+        "%r = tg.matmul %a, %b : (tensor<5x2x3xf32>, tensor<3x4xf32>) -> tensor<5x2x4xf32>",
+        "%r : tensor<5x2x4xf32>",
+        [["b0_init", "i_init", "j_init", "b0", "i", "k", "j"]],
+    ),
+    "tg.conv2d": (
+        f"%x: {NCHW}, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>",
+        f"%r = tg.conv2d %x, %w, %b strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 : ({NCHW}, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>",
+        "%r : tensor<1x4x3x3xf32>",
+        [["n", "f", "oh", "ow", "c", "kh", "kw"]],
+    ),
+    "tg.max_pool2d": (
+        f"%x: {NCHW}",
+        f"%r = tg.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] : {NCHW} -> tensor<1x2x3x3xf32>",
+        "%r : tensor<1x2x3x3xf32>",
+        [["n", "c", "oh", "ow", "kh", "kw"]],
+    ),
+    "tg.avg_pool2d": (
+        f"%x: {NCHW}",
+        f"%r = tg.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] : {NCHW} -> tensor<1x2x5x5xf32>",
+        "%r : tensor<1x2x5x5xf32>",
+        [["n", "c", "oh", "ow", "kh", "kw"]],
+    ),
+    "tg.batch_norm": (
+        f"%x: {NCHW}, %s: tensor<2xf32>, %b: tensor<2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>",
+        f"%r = tg.batch_norm %x, %s, %b, %m, %v epsilon = 1.000000e-05 : {NCHW}, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> {NCHW}",
+        f"%r : {NCHW}",
+        [["i0", "i1", "i2", "i3"]],
+    ),
+    "tg.softmax": (
+        "%x: tensor<2x3x4xf32>",
+        "%r = tg.softmax %x axis = 1 : tensor<2x3x4xf32> -> tensor<2x3x4xf32>",
+        "%r : tensor<2x3x4xf32>",
+        [["i0", "i1", "r_max", "r_sum", "r_norm"]],
+    ),
+    "tg.reduce_sum": (
+        "%x: tensor<2x3x4xf32>",
+        "%r = tg.reduce_sum %x axes = [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>",
+        "%r : tensor<3xf32>",
+        [["i0", "r0", "r1"]],
+    ),
+    "tg.reduce_mean": (
+        "%x: tensor<2x3x4xf32>",
+        "%r = tg.reduce_mean %x axes = [1] keepdims : tensor<2x3x4xf32> -> tensor<2x1x4xf32>",
+        "%r : tensor<2x1x4xf32>",
+        [["i0", "i1", "r0"]],
+    ),
+    "tg.reduce_max": (
+        "%x: tensor<2x3x4xf32>",
+        "%r = tg.reduce_max %x axes = [0, 1, 2] : tensor<2x3x4xf32> -> tensor<f32>",
+        "%r : tensor<f32>",
+        [["r0", "r1", "r2"]],
+    ),
+    "tg.constant": (
+        "%x: tensor<2xf32>",
+        "%c = tg.constant dense<[1.0, 2.0]> : tensor<2xf32>\n"
+        "  %r = tg.add %x, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
+        "%r : tensor<2xf32>",
+        [["i0"]],
+    ),
+    "tg.transpose": (
+        f"%a: {T}",
+        f"%t = tg.transpose %a perm = [1, 0] : {T} -> tensor<3x2xf32, strided<[1, 3]>>\n"
+        "  %r = tg.neg %t : tensor<3x2xf32, strided<[1, 3]>> -> tensor<3x2xf32>",
+        "%r : tensor<3x2xf32>",
+        [["i0", "i1"]],
+    ),
+    "tg.view": (
+        f"%a: {T}",
+        f"%v = tg.view %a : {T} -> tensor<6xf32>\n"
+        "  %r = tg.neg %v : tensor<6xf32> -> tensor<6xf32>",
+        "%r : tensor<6xf32>",
+        [["i0"]],
+    ),
+    "tg.broadcast": (
+        "%a: tensor<3xf32>",
+        "%v = tg.broadcast %a : tensor<3xf32> -> tensor<2x3xf32, strided<[0, 1]>>\n"
+        f"  %r = tg.neg %v : tensor<2x3xf32, strided<[0, 1]>> -> {T}",
+        f"%r : {T}",
+        [["i0", "i1"]],
+    ),
+    "tg.reshape": (
+        f"%a: {T}",
+        f"%t = tg.transpose %a perm = [1, 0] : {T} -> tensor<3x2xf32, strided<[1, 3]>>\n"
+        "  %r = tg.reshape %t : tensor<3x2xf32, strided<[1, 3]>> -> tensor<6xf32>",
+        "%r : tensor<6xf32>",
+        [["i0"]],
+    ),
+    "tg.contiguous": (
+        f"%a: {T}",
+        f"%t = tg.transpose %a perm = [1, 0] : {T} -> tensor<3x2xf32, strided<[1, 3]>>\n"
+        "  %r = tg.contiguous %t : tensor<3x2xf32, strided<[1, 3]>> -> tensor<3x2xf32>",
+        "%r : tensor<3x2xf32>",
+        [["i0", "i1"]],
+    ),
+    "tg.fused": (
+        f"%a: {T}, %b: tensor<3xf32>",
+        f"""%r = tg.fused %a, %b : ({T}, tensor<3xf32>) -> {T} {{
+  ^bb0(%x: {T}, %y: tensor<3xf32>):
+    %s = tg.add %x, %y : ({T}, tensor<3xf32>) -> {T}
+    %e = tg.exp %s : {T} -> {T}
+    tg.yield %e : {T}
+  }}""",
+        f"%r : {T}",
+        [["i0", "i1"]],
+    ),
+}
+
+# ops that have no case of their own: tg.yield only appears inside tg.fused
+COVERED_ELSEWHERE = {"tg.yield"}
+
+ALLOWED_IN_KERNELS = (
+    affine.ForOp,
+    affine.YieldOp,
+    affine.LoadOp,
+    affine.StoreOp,
+    affine.ApplyOp,
+    affine.IfOp,
+    affine.MinOp,
+    arith.AddfOp,
+    arith.SubfOp,
+    arith.MulfOp,
+    arith.DivfOp,
+    arith.MaximumfOp,
+    arith.MinimumfOp,
+    arith.NegfOp,
+    arith.ConstantOp,
+    math.ExpOp,
+    math.LogOp,
+    math.SqrtOp,
+    math.TanhOp,
+    memref.GetGlobalOp,
+    func.ReturnOp,
+)
+
+
+def parse(text: str) -> ModuleOp:
+    ctx = Context()
+    for dialect in (builtin.Builtin, func.Func, TG):
+        ctx.load_dialect(dialect)
+    return Parser(ctx, text).parse_module()
+
+
+def lower_case(name: str) -> ModuleOp:
+    args, body, ret, _ = CASES[name]
+    module = parse(
+        f"func.func @main({args}) -> {ret.split(' : ')[1]} {{\n  {body}\n  func.return {ret}\n}}"
+    )
+    module.verify()
+    ConvertTgToAffinePass().apply(Context(), module)
+    module.verify()
+    return module
+
+
+def funcs(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+
+
+def kernels(module: ModuleOp) -> list[func.FuncOp]:
+    return [f for f in funcs(module) if "qd.kernel" in f.attributes]
+
+
+def loop_names(kernel: func.FuncOp) -> list[str]:
+    names = []
+    for op in kernel.walk():
+        if isinstance(op, affine.ForOp):
+            attr = op.attributes.get("qd.loop")
+            assert isinstance(attr, builtin.StringAttr), (
+                f"unnamed loop in {kernel.sym_name.data}"
+            )
+            names.append(attr.data)
+    return names
+
+
+def test_every_tg_op_has_a_case() -> None:
+    names = {op.name for op in TG.operations}
+    assert names - COVERED_ELSEWHERE == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lowering_structure(name: str) -> None:
+    module = lower_case(name)
+    expected_loops = CASES[name][3]
+
+    for op in module.walk():
+        assert op.dialect_name() != "tg", f"{op.name} left after the pass"
+        types = [*(r.type for r in op.results), *(o.type for o in op.operands)]
+        for region in op.regions:
+            for block in region.blocks:
+                types.extend(a.type for a in block.args)
+        assert not any(isinstance(t, TensorType) for t in types), (
+            f"tensor type left on {op.name}"
+        )
+
+    found = kernels(module)
+    assert len(found) == len(expected_loops), [k.sym_name.data for k in found]
+    for index, (kernel, loops) in enumerate(zip(found, expected_loops, strict=True)):
+        assert kernel.sym_name.data.startswith(f"main_k{index}_")
+        assert (
+            kernel.sym_visibility is not None
+            and kernel.sym_visibility.data == "private"
+        )
+        assert not kernel.function_type.outputs.data
+        assert kernel.arg_attrs is not None
+        assert all("llvm.noalias" in d.data for d in kernel.arg_attrs.data)
+        names = loop_names(kernel)
+        assert names == loops
+        assert len(set(names)) == len(names)
+        for op in kernel.body.walk():
+            assert isinstance(op, ALLOWED_IN_KERNELS), (
+                f"{op.name} in {kernel.sym_name.data}"
+            )
+
+    (host,) = [f for f in funcs(module) if f.sym_name.data == "main"]
+    assert not host.function_type.outputs.data
+    num_inputs = host.attributes["qd.num_inputs"]
+    assert isinstance(num_inputs, builtin.IntegerAttr)
+    assert num_inputs.value.data == len(host.function_type.inputs.data) - 1
+    assert host.body.block.args[-1].name_hint == "out0"
+    allocs = [op for op in host.body.walk() if isinstance(op, memref.AllocOp)]
+    deallocs = [op for op in host.body.walk() if isinstance(op, memref.DeallocOp)]
+    assert sorted(id(a.memref) for a in allocs) == sorted(
+        id(d.memref) for d in deallocs
+    )
+
+
+def test_kernel_labels() -> None:
+    assert kernels(lower_case("tg.fused"))[0].attributes[
+        "qd.kernel"
+    ] == builtin.StringAttr("tg.add+tg.exp")
+    assert kernels(lower_case("tg.matmul"))[0].attributes[
+        "qd.kernel"
+    ] == builtin.StringAttr("tg.matmul")
+
+
+def test_non_splat_constant_becomes_a_global() -> None:
+    module = lower_case("tg.constant")
+    globals_ = [op for op in module.body.block.ops if isinstance(op, memref.GlobalOp)]
+    assert [g.sym_name.data for g in globals_] == ["main_cst0"]
+    assert any(isinstance(op, memref.GetGlobalOp) for op in module.walk())
+
+
+def test_views_make_no_kernels_and_outputs_copy() -> None:
+    module = parse(
+        f"""func.func @main(%a: {T}) -> (tensor<3x2xf32, strided<[1, 3]>>, {T}, {T}) {{
+  %t = tg.transpose %a perm = [1, 0] : {T} -> tensor<3x2xf32, strided<[1, 3]>>
+  %r = tg.relu %a : {T} -> {T}
+  func.return %t, %r, %r : tensor<3x2xf32, strided<[1, 3]>>, {T}, {T}
+}}"""
+    )
+    ConvertTgToAffinePass().apply(Context(), module)
+    module.verify()
+    labels = [k.attributes["qd.kernel"] for k in kernels(module)]
+    assert labels == [builtin.StringAttr(s) for s in ("tg.relu", "copy", "copy")]
+    host = funcs(module)[-1]
+    calls = [op for op in host.body.walk() if isinstance(op, func.CallOp)]
+    out0, out1, out2 = host.body.block.args[1:]
+    assert calls[0].arguments[-1] is out1  # relu writes its first output directly
+    assert calls[1].arguments[-1] is out0 and calls[2].arguments[-1] is out2
+    assert not any(isinstance(op, memref.AllocOp) for op in host.walk())
+
+
+def _raises(text: str, match: str) -> None:
+    module = parse(text)
+    with pytest.raises(TgLoweringError, match=match):
+        ConvertTgToAffinePass().apply(Context(), module)
+
+
+def test_fused_body_with_a_matmul_is_rejected() -> None:
+    _raises(
+        """func.func @main(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %r = tg.fused %a : (tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%x: tensor<2x2xf32>):
+    %m = tg.matmul %x, %x : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+    tg.yield %m : tensor<2x2xf32>
+  }
+  func.return %r : tensor<2x2xf32>
+}""",
+        "tg.fused body holds 'tg.matmul'",
+    )
+
+
+def test_fused_outputs_of_different_shapes_are_rejected() -> None:
+    _raises(
+        """func.func @main(%a: tensor<2x2xf32>, %b: tensor<2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>) {
+  %r:2 = tg.fused %a, %b : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>, tensor<2xf32> {
+  ^bb0(%x: tensor<2x2xf32>, %y: tensor<2xf32>):
+    %e = tg.exp %x : tensor<2x2xf32> -> tensor<2x2xf32>
+    %n = tg.neg %y : tensor<2xf32> -> tensor<2xf32>
+    tg.yield %e, %n : tensor<2x2xf32>, tensor<2xf32>
+  }
+  func.return %r#0, %r#1 : tensor<2x2xf32>, tensor<2xf32>
+}""",
+        "different shapes",
+    )
+
+
+def test_fused_multiple_outputs_of_one_shape() -> None:
+    module = parse(
+        """func.func @main(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r:2 = tg.fused %a : (tensor<4xf32>) -> tensor<4xf32>, tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %e = tg.exp %x : tensor<4xf32> -> tensor<4xf32>
+    %n = tg.neg %e : tensor<4xf32> -> tensor<4xf32>
+    tg.yield %e, %n : tensor<4xf32>, tensor<4xf32>
+  }
+  func.return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
+}"""
+    )
+    ConvertTgToAffinePass().apply(Context(), module)
+    module.verify()
+    (kernel,) = kernels(module)
+    stores = [op for op in kernel.walk() if isinstance(op, affine.StoreOp)]
+    assert len(stores) == 2 and loop_names(kernel) == ["i0"]
+
+
+def test_function_without_tg_ops_is_untouched() -> None:
+    text = """func.func @plain(%a: memref<4xf32>) -> memref<4xf32> {
+  func.return %a : memref<4xf32>
+}"""
+    module = parse(text)
+    before = str(module)
+    ConvertTgToAffinePass().apply(Context(), module)
+    assert str(module) == before
+
+
+def test_every_graph_function_is_lowered() -> None:
+    module = parse(
+        f"""func.func @first(%a: {T}) -> {T} {{
+  %r = tg.exp %a : {T} -> {T}
+  func.return %r : {T}
+}}
+func.func @second(%a: {T}) -> {T} {{
+  %r = tg.neg %a : {T} -> {T}
+  func.return %r : {T}
+}}"""
+    )
+    ConvertTgToAffinePass().apply(Context(), module)
+    module.verify()
+    names = [f.sym_name.data for f in funcs(module)]
+    assert names == ["first_k0_exp", "first", "second_k0_neg", "second"]
