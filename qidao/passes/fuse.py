@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects.tg import BinaryElementwiseOp, FusedOp, UnaryElementwiseOp, YieldOp
@@ -78,7 +78,9 @@ def _groups(block: Block) -> list[list[Operation]]:
         for member in group:
             group_of[member] = group
     unique = {id(g): g for g in group_of.values()}
-    return [sorted(g, key=block.get_operation_index) for g in unique.values() if len(g) > 1]
+    return [
+        sorted(g, key=block.get_operation_index) for g in unique.values() if len(g) > 1
+    ]
 
 
 @dataclass(frozen=True)

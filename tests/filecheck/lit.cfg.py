@@ -12,4 +12,6 @@ config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 config.environment["PATH"] = os.environ["PATH"]  # noqa: F821
 for tool in ("qidao-opt", "filecheck"):
     if shutil.which(tool) is None:
-        raise RuntimeError(f"lit: '{tool}' is not on PATH; install qidao with its dev extra")
+        raise RuntimeError(
+            f"lit: '{tool}' is not on PATH; install qidao with its dev extra"
+        )
