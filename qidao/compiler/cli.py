@@ -180,14 +180,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
     from qidao.frontend.errors import FrontendError
     from qidao.runtime.errors import ArgumentError
 
     try:
         return int(args.run(args))
+    except ParseError as err:  # its text carries file:line:column and a caret
+        print(f"qidao {args.command}: parse error: {err}", file=sys.stderr)
+    except DiagnosticException as err:  # a verifier's message, naming the op
+        print(f"qidao {args.command}: invalid IR: {err}", file=sys.stderr)
     except (FrontendError, ArgumentError, FileNotFoundError, ValueError) as err:
         print(f"qidao {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    return 2
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from qidao.compiler.debug import debug_level, emit
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES, check_stage
-from qidao.dialects.tg.types import dtype_name
+from qidao.dialects.tg.types import dtype_name, is_row_major
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 
@@ -206,6 +206,12 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     def spec(name: str, t: object) -> TensorSpec:
         if not isinstance(t, TensorType):
             raise TypeError(f"@{ENTRY}: '{name}' has type {t}, expected a tensor")
+        if not is_row_major(t):
+            raise ValueError(
+                f"@{ENTRY}: '{name}' has the strided type {t}; graph inputs and "
+                "outputs are row-major arrays (take a strided view inside the graph, "
+                "e.g. with tg.transpose)"
+            )
         return TensorSpec(name, tuple(t.get_shape()), dtype_name(t.get_element_type()))
 
     inputs = [spec(n, a.type) for n, a in zip(in_names, args, strict=True)]

@@ -1,0 +1,72 @@
+"""The `qidao` command: tour, compile, run (bench is exercised by its own test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qidao.compiler.cli import main
+
+
+def test_compile_emits_each_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    for stage, needle in [
+        ("tg", "tg.fused"),
+        ("affine", "affine.for"),
+        ("llvm", "define"),
+    ]:
+        assert main(["compile", "book", "--emit", stage]) == 0
+        assert needle in capsys.readouterr().out
+
+
+def test_compile_stats_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "chain", "--stats"]) == 0
+    out = capsys.readouterr().out
+    assert "tg.mul+tg.add+tg.relu+tg.mul+tg.add" in out
+    assert "kernel launches per call : 1" in out
+
+
+def test_unknown_stage_fails_before_work(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["compile", "book", "--emit", "loops"])
+    assert "invalid choice: 'loops'" in capsys.readouterr().err
+
+
+def test_run_with_npz_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = tmp_path / "in.npz"
+    np.savez(
+        inputs,
+        x=np.full((1, 1), 2, np.float32),
+        w=np.full((1, 1), 3, np.float32),
+        b=np.ones(1, np.float32),
+    )
+    out = tmp_path / "out.npz"
+    assert main(["run", "book", "--inputs", str(inputs), "--save", str(out)]) == 0
+    assert np.load(out)["output0"][0, 0] == 7.0
+    assert "[[7.]]" in capsys.readouterr().out
+
+
+def test_tour_prints_every_level_and_seven(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tour", "--no-bench"]) == 0
+    out = capsys.readouterr().out
+    for needle in (
+        "== tg:",
+        "== affine:",
+        "== llvm:",
+        "output0 = [[7.]]",
+        "matches the NumPy",
+    ):
+        assert needle in out
+
+
+def test_bad_model_file_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @main( {\n")
+    assert main(["compile", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "parse error" in err and "bad.mlir:1:" in err
