@@ -157,3 +157,24 @@ def test_debug_level_prints_stages(capsys: pytest.CaptureFixture[str]) -> None:
     assert "qidao: stage affine" in err and "qidao: stats" in err
     with pytest.raises(ValueError, match="debug level must be an integer 0-4"):
         qidao.compile(EXAMPLES["book"].build(), debug=7)
+
+
+def test_ndarray_trampoline_and_pointer_path_agree() -> None:
+    from qidao.runtime.executor import NDARRAY_DATA_OFFSET, NativeFunction
+
+    compiled = qidao.compile(chain_graph(64))
+    x = np.random.default_rng(0).standard_normal(64, dtype=np.float32)
+    x.flags.writeable = False  # read-only inputs are fine on both paths
+    pointer_path = NativeFunction(
+        compiled.native.jit, "main", compiled.inputs, compiled.outputs
+    )
+    pointer_path.convention = "pointer"
+    pointer_path._cfunc = pointer_path.cfunc
+    pointer_path._call = pointer_path._make_caller()
+    if NDARRAY_DATA_OFFSET is not None:
+        assert compiled.native.convention == "ndarray"
+    np.testing.assert_array_equal(compiled(x)[0], pointer_path(x)[0])
+    want = np.maximum(x * np.float32(3) + np.float32(1), 0) * np.float32(
+        0.5
+    ) + np.float32(2)
+    np.testing.assert_array_equal(compiled(x)[0], want)

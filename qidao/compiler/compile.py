@@ -30,7 +30,7 @@ from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES, check_stage
 from qidao.dialects.tg.types import dtype_name, is_row_major
 from qidao.runtime.cpu import JitModule, jit_compile
-from qidao.runtime.executor import NativeFunction, TensorSpec
+from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
 
 ENTRY = "main"
 _OPTIONS: dict[str, Any] = {"fuse": True, "opt_level": 3, "debug": None}
@@ -123,7 +123,8 @@ def compile(
     llvm_ir = llvm_ir_text(module)
     seconds["emit-llvm"] = time.perf_counter() - start
     start = time.perf_counter()
-    jit = jit_compile(llvm_ir, opt_level=int(settings["opt_level"]))
+    trampoline = ndarray_entry_ir(ENTRY, len(inputs) + len(outputs))
+    jit = jit_compile(llvm_ir + trampoline, opt_level=int(settings["opt_level"]))
     native = NativeFunction(jit, ENTRY, inputs, outputs)
     seconds["jit"] = time.perf_counter() - start
     stats = {

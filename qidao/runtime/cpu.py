@@ -107,6 +107,9 @@ class JitModule:
             raise JitError(f"no function named '{name}' in the compiled module")
         return address
 
+    def has_function(self, name: str) -> bool:
+        return bool(self._engine.get_function_address(name))
+
     def optimized_ir(self) -> str:
         """The LLVM IR text after optimization."""
         return str(self._module)
