@@ -158,7 +158,7 @@ def run_bench(
     backends: Sequence[str] = BACKENDS,
     threads: int = 1,
     min_time: float = 1.0,
-    max_runs: int = 2000,
+    max_runs: int = 20000,
     csv_path: Path | None = None,
     progress: bool = True,
 ) -> list[Result]:
