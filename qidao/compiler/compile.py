@@ -77,6 +77,13 @@ class Compiled:
             return self._jit.assembly()
         return str(self._stage_ir[stage])
 
+    def module(self, stage: str = "tg") -> ModuleOp:
+        """A copy of the IR of one IR stage (``input`` ... ``llvm-dialect``)."""
+        check_stage(stage)
+        if stage not in self._stage_ir:
+            raise ValueError(f"stage '{stage}' is text, not IR; use .ir('{stage}')")
+        return self._stage_ir[stage].clone()
+
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {list(s.shape)}" for s in self.inputs)
         outs = ", ".join(f"{list(s.shape)}" for s in self.outputs)

@@ -7,15 +7,13 @@ from typing import TYPE_CHECKING
 from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 
-from qidao.compiler.models import parse_mlir
-
 if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled
 
 
 def kernel_rows(compiled: Compiled) -> list[tuple[str, str]]:
     """(kernel symbol, the tg ops it runs) in launch order."""
-    module = parse_mlir(compiled.ir("affine"))
+    module = compiled.module("affine")
     contents: dict[str, str] = {}
     host: func.FuncOp | None = None
     for op in module.ops:
