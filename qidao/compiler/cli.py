@@ -117,12 +117,21 @@ def cmd_tour(args: argparse.Namespace) -> int:
     )
 
 
+def _version() -> str:
+    from importlib.metadata import version
+
+    import qidao
+
+    return f"qidao {qidao.__version__} (xdsl {version('xdsl')}, llvmlite {version('llvmlite')})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qidao",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=_version())
     parser.add_argument(
         "--debug",
         type=int,
