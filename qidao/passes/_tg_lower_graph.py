@@ -83,7 +83,11 @@ def is_view(op: Operation) -> bool:
 
 
 def contains_tg(f: func.FuncOp) -> bool:
-    return any(op.dialect_name() == "tg" for op in f.walk())
+    """A tg graph: it holds tg ops or takes or returns tensors (an identity graph)."""
+    signature = (*f.function_type.inputs.data, *f.function_type.outputs.data)
+    return any(isinstance(t, TensorType) for t in signature) or any(
+        op.dialect_name() == "tg" for op in f.walk()
+    )
 
 
 @dataclass

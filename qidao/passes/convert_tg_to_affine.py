@@ -1,9 +1,9 @@
 """Lower tg graphs to kernels: ``tg op (tensors) -> func.call @kernel (memrefs)``.
 
-Every ``func.func`` that holds tg ops becomes a *host* function over memrefs, and
-every compute op (or ``tg.fused`` group) a private *kernel* function whose body is an
-affine loop nest with named loops (``qd.loop``). Functions without tg ops are left
-alone.
+Every ``func.func`` that holds tg ops or takes or returns tensors becomes a *host*
+function over memrefs, and every compute op (or ``tg.fused`` group) a private
+*kernel* function whose body is an affine loop nest with named loops (``qd.loop``).
+Other functions are left alone.
 
 Conventions (the back end and the runtime rely on them):
 
