@@ -54,14 +54,24 @@ def test_unknown_stage_is_rejected_with_the_list() -> None:
 def test_stats_count_kernels_and_buffers() -> None:
     fused = qidao.compile(chain_graph(1024))
     unfused = qidao.compile(chain_graph(1024), fuse=False)
+    eager = qidao.compile(chain_graph(1024), mode="eager")
     assert fused.stats["kernels"] == 1 and fused.stats["buffers"] == 0
-    assert fused.stats["peak_bytes"] == 0
+    assert fused.stats["peak_bytes"] == 0 and fused.stats["traffic_bytes"] == 0
+    # Eager: five kernels, four 4 KiB intermediates, each freed after its last use
+    # (never more than two alive), each written once and read once.
+    assert eager.stats["kernels"] == 5
+    assert eager.stats["buffers"] == 4
+    assert eager.stats["peak_bytes"] == 2 * 1024 * 4
+    assert eager.stats["traffic_bytes"] == 4 * 1024 * 4 * 2
+    # Unfused graph mode: the same five kernels, but plan-memory writes each
+    # elementwise result over its input, so one buffer serves the whole chain.
     assert unfused.stats["kernels"] == 5
-    # Freed after their last use: never more than two 4 KiB intermediates alive.
-    assert unfused.stats["buffers"] == 4
-    assert unfused.stats["peak_bytes"] == 2 * 1024 * 4
+    assert unfused.stats["buffers"] == 1
+    assert unfused.stats["peak_bytes"] == 1024 * 4
+    assert unfused.stats["traffic_bytes"] == eager.stats["traffic_bytes"]
     x = np.random.default_rng(0).standard_normal(1024, dtype=np.float32)
     np.testing.assert_array_equal(fused(x)[0], unfused(x)[0])
+    np.testing.assert_array_equal(fused(x)[0], eager(x)[0])
 
 
 def test_non_contiguous_inputs_are_read_correctly() -> None:
@@ -178,3 +188,212 @@ def test_ndarray_trampoline_and_pointer_path_agree() -> None:
         0.5
     ) + np.float32(2)
     np.testing.assert_array_equal(compiled(x)[0], want)
+
+
+# ---- eager vs graph mode, stats, plan-memory ------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_eager_and_graph_agree_on_builtin_examples(name: str) -> None:
+    example = EXAMPLES[name]
+    inputs = example.inputs(np.random.default_rng(2))
+    want = example.reference(*inputs)
+    eager = qidao.compile(example.build(), mode="eager")
+    graph = qidao.compile(example.build(), mode="graph")
+    assert eager.mode == "eager" and graph.mode == "graph"
+    for e, g, w in zip(eager(*inputs), graph(*inputs), want, strict=True):
+        np.testing.assert_allclose(e, w, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+Arrays = list[np.ndarray]  # type: ignore[type-arg]
+
+
+def _mlp() -> tuple[Graph, Arrays, Arrays]:
+    """relu(x @ w1 + b1) @ w2 + b2, then a row-wise softmax."""
+    rng = np.random.default_rng(3)
+    x, w1, b1, w2, b2 = (
+        rng.standard_normal(s, dtype=np.float32)
+        for s in ((4, 6), (6, 8), (8,), (8, 5), (5,))
+    )
+    g = Graph("main")
+    vx, vw1, vb1, vw2, vb2 = (
+        g.input(n, a.shape)
+        for n, a in zip(("x", "w1", "b1", "w2", "b2"), (x, w1, b1, w2, b2), strict=True)
+    )
+    g.output(g.softmax(g.relu(vx @ vw1 + vb1) @ vw2 + vb2))
+    h = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    e = np.exp(h - h.max(axis=-1, keepdims=True))
+    return g, [x, w1, b1, w2, b2], [e / e.sum(axis=-1, keepdims=True)]
+
+
+def _broadcast_chain() -> tuple[Graph, Arrays, Arrays]:
+    """Ten elementwise ops whose shapes keep changing (broadcasts, a transpose), so
+    fusion cannot merge them all and plan-memory has buffers to share."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(8, dtype=np.float32)
+    y = rng.standard_normal((4, 8), dtype=np.float32)
+    z = rng.standard_normal((3, 8, 4), dtype=np.float32)
+    g = Graph("main")
+    vx, vy, vz = g.input("x", x.shape), g.input("y", y.shape), g.input("z", z.shape)
+    a1 = g.exp(vx)  # (8)
+    a2 = a1 + vy  # (4, 8), reads a1 broadcast
+    a3 = g.relu(a2)
+    a4 = g.transpose(a3, [1, 0]) * 2.0  # (8, 4), reads a3 transposed
+    a5 = -a4
+    a6 = a5 + vz  # (3, 8, 4)
+    a7 = g.tanh(a6)
+    a8 = g.sigmoid(a7)
+    a9 = a8 - 1.0
+    g.output(a9 * a9)
+    r3 = np.maximum(np.exp(x) + y, 0)
+    r9 = 1 / (1 + np.exp(-np.tanh(-(r3.T * 2) + z))) - 1
+    return g, [x, y, z], [r9 * r9]
+
+
+def _views_and_reductions() -> tuple[Graph, Arrays, Arrays]:
+    """A transpose read twice, a reduction, a reshape and a broadcast back."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4), dtype=np.float32)
+    g = Graph("main")
+    va = g.input("a", a.shape)
+    t = g.transpose(g.exp(va), [1, 0])  # (4, 3)
+    s = g.reduce_sum(t * t, axes=1, keepdims=True)  # (4, 1)
+    m = g.reshape(g.sqrt(s) + t, [12])  # (12,)
+    g.output(m, g.reduce_max(va, axes=0))
+    et = np.exp(a).T
+    want_m = (np.sqrt((et * et).sum(axis=1, keepdims=True)) + et).reshape(12)
+    return g, [a], [want_m, a.max(axis=0)]
+
+
+GRAPHS = {
+    "mlp": _mlp,
+    "broadcast_chain": _broadcast_chain,
+    "views_and_reductions": _views_and_reductions,
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("fuse", [True, False])
+def test_eager_and_graph_agree_on_builder_graphs(name: str, fuse: bool) -> None:
+    _, inputs, want = GRAPHS[name]()
+    eager = qidao.compile(GRAPHS[name]()[0], mode="eager")
+    graph = qidao.compile(GRAPHS[name]()[0], fuse=fuse)
+    for e, g, w in zip(eager(*inputs), graph(*inputs), want, strict=True):
+        np.testing.assert_allclose(e, w, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert graph.stats["kernels"] <= eager.stats["kernels"]
+    assert graph.stats["buffers"] <= eager.stats["buffers"]
+    assert graph.stats["peak_bytes"] <= eager.stats["peak_bytes"]
+    assert graph.stats["traffic_bytes"] <= eager.stats["traffic_bytes"]
+
+
+def test_eager_mode_runs_one_kernel_per_op() -> None:
+    eager = qidao.compile(chain_graph(64), mode="eager")
+    assert "tg.fused" not in eager.ir("tg")
+    assert eager.ir("tg") == eager.ir("input")
+    labels = [
+        op.attributes["qd.kernel"].data  # type: ignore[attr-defined]
+        for op in eager.module("affine").ops
+        if "qd.kernel" in op.attributes
+    ]
+    assert labels == ["tg.mul", "tg.add", "tg.relu", "tg.mul", "tg.add"]
+    # each kernel writes its own buffer: no call passes one buffer twice
+    assert "noalias" in eager.ir("llvm")
+    assert eager.stats["buffers"] == 4
+
+
+def test_book_stats_in_both_modes() -> None:
+    """y = relu(x·w + b) on 1x1: matmul, add, relu eagerly, two 4-byte buffers."""
+    eager = qidao.compile(EXAMPLES["book"].build(), mode="eager")
+    assert eager.stats["kernels"] == 3
+    assert eager.stats["buffers"] == 2
+    assert eager.stats["peak_bytes"] == 8
+    assert eager.stats["traffic_bytes"] == 2 * 4 * 2
+    graph = qidao.compile(EXAMPLES["book"].build())
+    assert graph.stats["kernels"] < eager.stats["kernels"]
+    assert graph.stats["traffic_bytes"] < eager.stats["traffic_bytes"]
+
+
+def test_book_is_one_matmul_kernel_with_a_fused_epilogue() -> None:
+    from qidao.compiler.explain import kernel_rows
+
+    graph = qidao.compile(EXAMPLES["book"].build())
+    assert graph.stats["kernels"] == 1
+    ((_, ops),) = kernel_rows(graph)
+    assert ops.startswith("tg.matmul") and "tg.relu" in ops
+    assert graph.stats["buffers"] == 0
+
+
+def test_eager_mode_skips_only_graph_passes() -> None:
+    from qidao.compiler.compile import stage_passes
+    from qidao.compiler.pipeline import Stage
+
+    tg = Stage("tg", ("fold-constants", "simplify", "expand-math", "cse", "fuse"), "")
+    assert stage_passes(tg, "eager") == ["expand-math"]
+    assert stage_passes(tg, "graph") == list(tg.passes)
+    assert "fuse" not in stage_passes(tg, "graph", fuse=False)
+    cleanup = Stage("llvm-dialect", ("convert-to-llvm", "dce"), "")
+    assert stage_passes(cleanup, "eager") == ["convert-to-llvm", "dce"]
+
+
+def test_unknown_mode_lists_the_modes() -> None:
+    with pytest.raises(ValueError, match=r"unknown mode 'lazy'.*graph, eager"):
+        qidao.compile(EXAMPLES["book"].build(), mode="lazy")
+
+
+def _unfused_chain(n: int = 10) -> tuple[Graph, Arrays, Arrays]:
+    """``n`` unary elementwise ops in a row on 256 floats."""
+    x = np.random.default_rng(6).standard_normal(256, dtype=np.float32)
+    g = Graph("main")
+    v = g.input("x", x.shape)
+    want = x
+    for k in range(n):
+        if k % 2 == 0:
+            v, want = g.tanh(v), np.tanh(want)
+        else:
+            v, want = -v, -want
+    g.output(v)
+    return g, [x], [want]
+
+
+def test_plan_memory_shares_buffers_and_writes_in_place() -> None:
+    graph, inputs, want = _unfused_chain()
+    planned = qidao.compile(graph, fuse=False)
+    eager = qidao.compile(_unfused_chain()[0], mode="eager")
+    # eager: 10 kernels, 9 intermediates of 1 KiB, two alive at a time
+    assert eager.stats["kernels"] == planned.stats["kernels"] == 10
+    assert eager.stats["buffers"] == 9 and eager.stats["peak_bytes"] == 2 * 1024
+    # planned: each op writes over its input, one buffer for the whole chain
+    assert planned.stats["buffers"] == 1 and planned.stats["peak_bytes"] == 1024
+    assert planned.stats["traffic_bytes"] == eager.stats["traffic_bytes"]
+    affine = planned.ir("affine")
+    assert "func.call @main_k1_neg(%slot0, %slot0)" in affine
+    neg = next(
+        line for line in affine.splitlines() if "func.func private @main_k1_neg" in line
+    )
+    assert "noalias" not in neg
+    np.testing.assert_allclose(planned(*inputs)[0], want[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(planned(*inputs)[0], eager(*inputs)[0])
+
+
+def test_plan_memory_reduces_buffers_and_peak_on_a_changing_shape_chain() -> None:
+    graph, inputs, want = _broadcast_chain()
+    planned = qidao.compile(graph, fuse=False)
+    eager = qidao.compile(_broadcast_chain()[0], mode="eager")
+    assert planned.stats["kernels"] == eager.stats["kernels"] == 10
+    assert planned.stats["buffers"] < eager.stats["buffers"]
+    assert planned.stats["peak_bytes"] < eager.stats["peak_bytes"]
+    np.testing.assert_allclose(planned(*inputs)[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_fuse_option_is_kept() -> None:
+    graph = qidao.compile(chain_graph(64), fuse=False)
+    assert graph.mode == "graph" and graph.stats["kernels"] == 5
+
+
+def test_a_builder_graph_compiles_twice() -> None:
+    graph = chain_graph(32)
+    first, second = qidao.compile(graph), qidao.compile(graph, fuse=False)
+    x = np.linspace(-1, 1, 32, dtype=np.float32)
+    np.testing.assert_array_equal(first(x)[0], second(x)[0])

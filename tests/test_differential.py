@@ -34,6 +34,9 @@ class Program:
     inputs: list[Array] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:  # hypothesis prints this for a failing example
+        return "Program(" + "; ".join(self.steps) + ")"
+
     def add(self, value: Value, array: Array, step: str) -> None:
         assert value.shape == array.shape, (step, value.shape, array.shape)
         self.values.append((value, array.astype(np.float32)))

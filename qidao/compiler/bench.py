@@ -12,6 +12,14 @@ Backends:
 - ``qidao-raw``: the same native function through a bare ctypes call on integer
   addresses of preallocated buffers: the floor that ``qidao`` pays its checks and
   its output allocation on top of.
+- ``numpy``: the workload's NumPy version into preallocated outputs, for workloads
+  that have one (``copy24``: ``np.copyto``, the machine's copy bandwidth). Its
+  process runs without ``OPENBLAS_CORETYPE``, which slows NumPy where it is set.
+
+A memory-bound workload states the bytes one call must move (``bytes_per_call``:
+inputs read once, outputs written once); every row of it reports GB/s = those bytes
+over the median, so ``chain24``'s rows read directly against ``copy24``'s.
+``--plot PATH`` draws the speedups over PyTorch as a PNG bar chart (matplotlib).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-BACKENDS = ("torch", "qidao", "qidao-raw")
+BACKENDS = ("torch", "qidao", "qidao-raw", "numpy")
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,14 @@ class Result:
     runs: int
     compile_s: float
     error: str = ""
+    bytes_per_call: int = 0
+
+    @property
+    def gb_per_s(self) -> float | None:
+        """Bytes moved per call over the median, in GB/s; None if not memory-bound."""
+        if not self.bytes_per_call or self.error or self.median_us <= 0:
+            return None
+        return self.bytes_per_call / (self.median_us * 1e-6) / 1e9
 
 
 def time_calls(fn: Callable[[], Any], min_time: float, max_runs: int) -> list[float]:
@@ -113,6 +129,14 @@ def run_worker(
             cfunc(*addresses)
             _check(workload, backend, outs, want)
             times = time_calls(lambda: cfunc(*addresses), min_time, max_runs)
+    elif backend == "numpy":
+        numpy_fn = example.numpy_fn
+        if numpy_fn is None:
+            raise ValueError(f"workload '{workload}' has no NumPy version")
+        outs = [np.empty_like(w) for w in want]
+        numpy_fn(*inputs, *outs)
+        _check(workload, backend, outs, want)
+        times = time_calls(lambda: numpy_fn(*inputs, *outs), min_time, max_runs)
     else:
         raise ValueError(
             f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}"
@@ -120,13 +144,25 @@ def run_worker(
     return {"times": times, "compile_s": compile_s}
 
 
+def runs_on(workload: str, backend: str) -> bool:
+    """Whether ``backend`` applies to ``workload`` (``numpy`` needs a NumPy version)."""
+    from qidao.compiler.examples import get_example
+
+    return backend != "numpy" or get_example(workload).numpy_fn is not None
+
+
 def run_one(
     workload: str, backend: str, threads: int, min_time: float, max_runs: int
 ) -> Result:
     """Run one pair in a fresh process with its threads pinned."""
+    from qidao.compiler.examples import get_example
+
+    bytes_per_call = get_example(workload).bytes_per_call
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
+    if backend == "numpy":
+        env.pop("OPENBLAS_CORETYPE", None)  # NumPy is what this process times
     cmd = [
         sys.executable,
         "-m",
@@ -140,7 +176,9 @@ def run_one(
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return Result(workload, backend, threads, float("nan"), 0, 0.0, last)
+        return Result(
+            workload, backend, threads, float("nan"), 0, 0.0, last, bytes_per_call
+        )
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     times = data["times"]
     return Result(
@@ -150,6 +188,7 @@ def run_one(
         statistics.median(times) * 1e6,
         len(times),
         data["compile_s"],
+        bytes_per_call=bytes_per_call,
     )
 
 
@@ -161,11 +200,14 @@ def run_bench(
     max_runs: int = 20000,
     csv_path: Path | None = None,
     progress: bool = True,
+    plot_path: Path | None = None,
 ) -> list[Result]:
-    """Run the matrix and return one Result per (workload, backend)."""
+    """Run the matrix and return one Result per (workload, backend) that applies."""
     from tqdm import tqdm
 
-    pairs = [(w, b) for w in workloads for b in backends]
+    if plot_path is not None:
+        _pyplot()  # fail before any run if matplotlib is missing
+    pairs = [(w, b) for w in workloads for b in backends if runs_on(w, b)]
     results: list[Result] = []
     bar = tqdm(pairs, desc="bench", unit="run", disable=not progress, file=sys.stderr)
     for workload, backend in bar:
@@ -173,6 +215,8 @@ def run_bench(
         results.append(run_one(workload, backend, threads, min_time, max_runs))
     if csv_path is not None:
         write_csv(results, csv_path)
+    if plot_path is not None:
+        plot_speedups(results, plot_path)
     return results
 
 
@@ -202,6 +246,7 @@ def write_csv(results: Sequence[Result], path: Path) -> None:
                 "runs",
                 "speedup_vs_torch",
                 "compile_s",
+                "gb_per_s",
                 "error",
             ]
         )
@@ -216,6 +261,7 @@ def write_csv(results: Sequence[Result], path: Path) -> None:
                     r.runs,
                     "" if s is None else f"{s:.3f}",
                     f"{r.compile_s:.3f}",
+                    "" if r.gb_per_s is None else f"{r.gb_per_s:.2f}",
                     r.error,
                 ]
             )
@@ -224,7 +270,8 @@ def write_csv(results: Sequence[Result], path: Path) -> None:
 def format_table(results: Sequence[Result]) -> str:
     ratio = speedups(results)
     rows = [
-        f"{'workload':<10} {'backend':<10} {'thr':>3} {'median':>12} {'vs torch':>9} {'runs':>6} {'compile':>8}"
+        f"{'workload':<10} {'backend':<10} {'thr':>3} {'median':>12} {'vs torch':>9} "
+        f"{'GB/s':>7} {'runs':>6} {'compile':>8}"
     ]
     for r in results:
         if r.error:
@@ -238,12 +285,81 @@ def format_table(results: Sequence[Result]) -> str:
             if r.median_us < 1e4
             else f"{r.median_us / 1e3:,.2f} ms"
         )
+        gb = r.gb_per_s
         rows.append(
             f"{r.workload:<10} {r.backend:<10} {r.threads:>3} {median:>12} "
-            f"{'' if s is None else f'{s:.2f}x':>9} {r.runs:>6} "
+            f"{'' if s is None else f'{s:.2f}x':>9} "
+            f"{'' if gb is None else f'{gb:.1f}':>7} {r.runs:>6} "
             f"{f'{r.compile_s:.2f} s' if r.compile_s else '':>8}"
         )
+    copy = copy_bandwidth(results)
+    if copy is not None:
+        rows.append(
+            f"\ncopy bandwidth (copy24, best preallocated copy): {copy:.1f} GB/s"
+        )
+        for r in results:
+            gb = r.gb_per_s
+            if gb is not None and r.backend in ("qidao", "qidao-raw"):
+                rows.append(
+                    f"  {r.workload + '/' + r.backend:<20} {gb:6.1f} GB/s = "
+                    f"copy / {copy / gb:.2f}"
+                )
     return "\n".join(rows)
+
+
+def copy_bandwidth(results: Sequence[Result]) -> float | None:
+    """GB/s of the fastest copy into a preallocated output (``copy24`` on the
+    ``numpy`` or ``qidao-raw`` backend), if one was measured."""
+    rates = [
+        r.gb_per_s
+        for r in results
+        if r.workload == "copy24" and r.backend in ("numpy", "qidao-raw")
+    ]
+    return max((g for g in rates if g is not None), default=None)
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend, or a clear error."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError(
+            "--plot needs matplotlib, which is not installed: pip install matplotlib"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_speedups(results: Sequence[Result], path: Path) -> None:
+    """A PNG bar chart: speedup over PyTorch eager per workload, one bar per backend."""
+    plt = _pyplot()
+    ratio = speedups(results)
+    workloads = list(dict.fromkeys(r.workload for r in results))
+    backends = [
+        b
+        for b in dict.fromkeys(r.backend for r in results)
+        if b != "torch" and any((w, b) in ratio for w in workloads)
+    ]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(workloads) + 2), 4.0))
+    width = 0.8 / max(1, len(backends))
+    for k, backend in enumerate(backends):
+        xs = [i + (k - (len(backends) - 1) / 2) * width for i in range(len(workloads))]
+        ys = [ratio.get((w, backend), 0.0) for w in workloads]
+        bars = ax.bar(xs, ys, width, label=backend)
+        ax.bar_label(bars, labels=[f"{y:.1f}x" if y else "" for y in ys], fontsize=7)
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel("speedup over PyTorch eager (log scale)")
+    threads = sorted({r.threads for r in results})
+    ax.set_title(f"qidao bench, {'/'.join(map(str, threads))} thread(s), medians")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

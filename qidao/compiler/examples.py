@@ -1,11 +1,16 @@
-"""Built-in models: the book's examples, so every command has a default to run.
+"""Built-in models: the book's examples and issue 3's benchmarks.
 
 Each entry builds a tg graph with the Python builder, gives a NumPy reference, a
-PyTorch eager version for side-by-side timing, and inputs to run it on.
+PyTorch eager version for side-by-side timing, and inputs to run it on. A
+memory-bound workload also states the bytes one call must move at least (inputs read
+once, outputs written once: what a fully fused kernel moves), from which
+``qidao bench`` reports GB/s; one with a NumPy version (``numpy_fn``, writing into a
+preallocated output) gets a ``numpy`` row too.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +30,10 @@ class Example:
     inputs: Callable[[np.random.Generator], Arrays]
     reference: Callable[..., Arrays]
     torch_fn: Callable[..., Any]
+    bytes_per_call: int = 0
+    """Bytes a fused kernel reads and writes per call; 0 when GB/s means nothing."""
+    numpy_fn: Callable[..., None] | None = None
+    """``numpy_fn(*inputs, *outputs)`` computes into preallocated outputs."""
 
 
 def _book_graph() -> Graph:
@@ -83,6 +92,104 @@ def _chain_torch(x: Any) -> Any:
     return torch.relu(x * W + B) * S + C
 
 
+# -- issue 3: memory-bound elementwise work, softmax and layer norm --------------------
+
+BIG_N = 1 << 24
+ROWS, COLS = 4096, 1024
+LAYERNORM_EPS = 1e-5
+
+
+def _chain24_inputs(rng: np.random.Generator) -> Arrays:
+    return [rng.standard_normal(BIG_N, dtype=np.float32)]
+
+
+def _copy_graph() -> Graph:
+    """y = a contiguous copy of x: one load and one store per element."""
+    g = Graph("main")
+    x = g.input("x", (BIG_N,))
+    g.output(g.contiguous(x))  # an output that is an input is copied all the same
+    return g
+
+
+def _copy_reference(x: Any) -> Arrays:
+    return [x.copy()]
+
+
+def _copy_torch(x: Any) -> Any:
+    return x.clone()
+
+
+def _copy_numpy(x: Any, out: Any) -> None:
+    np.copyto(out, x)
+
+
+def _rows_inputs(rng: np.random.Generator) -> Arrays:
+    return [rng.standard_normal((ROWS, COLS), dtype=np.float32)]
+
+
+def _softmax_graph() -> Graph:
+    g = Graph("main")
+    x = g.input("x", (ROWS, COLS))
+    g.output(g.softmax(x, axis=-1))
+    return g
+
+
+def _softmax_reference(x: Any) -> Arrays:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return [e / e.sum(axis=-1, keepdims=True)]
+
+
+def _softmax_torch(x: Any) -> Any:
+    import torch
+
+    return torch.softmax(x, dim=-1)
+
+
+@functools.cache
+def layernorm_params() -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The layer norm's weight and bias: fixed, so graph and references agree."""
+    rng = np.random.default_rng(1234)
+    weight = (1.0 + 0.1 * rng.standard_normal(COLS)).astype(np.float32)
+    bias = (0.1 * rng.standard_normal(COLS)).astype(np.float32)
+    return weight, bias
+
+
+def _layernorm_graph() -> Graph:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last axis, from tg ops."""
+    weight, bias = layernorm_params()
+    g = Graph("main")
+    x = g.input("x", (ROWS, COLS))
+    centered = x - g.reduce_mean(x, -1, keepdims=True)
+    variance = g.reduce_mean(centered * centered, -1, keepdims=True)
+    normalized = centered / g.sqrt(variance + LAYERNORM_EPS)
+    g.output(normalized * g.constant(weight) + g.constant(bias))
+    return g
+
+
+def _layernorm_reference(x: Any) -> Arrays:
+    weight, bias = layernorm_params()
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(axis=-1, keepdims=True)
+    variance = (centered * centered).mean(axis=-1, keepdims=True)
+    y = centered / np.sqrt(variance + LAYERNORM_EPS) * weight + bias
+    return [y.astype(np.float32)]
+
+
+@functools.cache
+def _layernorm_torch_params() -> tuple[Any, Any]:
+    import torch
+
+    weight, bias = layernorm_params()
+    return torch.from_numpy(weight), torch.from_numpy(bias)
+
+
+def _layernorm_torch(x: Any) -> Any:
+    import torch
+
+    weight, bias = _layernorm_torch_params()
+    return torch.nn.functional.layer_norm(x, (COLS,), weight, bias, LAYERNORM_EPS)
+
+
 def _small_graph() -> Graph:
     g = Graph("main")
     x = g.input("x", (16,))
@@ -120,6 +227,43 @@ EXAMPLES: dict[str, Example] = {
             _chain_inputs,
             _chain_reference,
             _chain_torch,
+        ),
+        Example(
+            "chain24",
+            "y = relu(x*w + b)*s + c over 2^24 float32 (the chain, memory-bound)",
+            functools.partial(chain_graph, BIG_N),
+            _chain24_inputs,
+            _chain_reference,
+            _chain_torch,
+            bytes_per_call=2 * 4 * BIG_N,
+        ),
+        Example(
+            "copy24",
+            "y = a copy of x, 2^24 float32: this machine's copy bandwidth",
+            _copy_graph,
+            _chain24_inputs,
+            _copy_reference,
+            _copy_torch,
+            bytes_per_call=2 * 4 * BIG_N,
+            numpy_fn=_copy_numpy,
+        ),
+        Example(
+            "softmax",
+            "softmax over the last axis of 4096x1024 float32",
+            _softmax_graph,
+            _rows_inputs,
+            _softmax_reference,
+            _softmax_torch,
+            bytes_per_call=2 * 4 * ROWS * COLS,
+        ),
+        Example(
+            "layernorm",
+            "layer norm over the last axis of 4096x1024 float32 (weight, bias, eps 1e-5)",
+            _layernorm_graph,
+            _rows_inputs,
+            _layernorm_reference,
+            _layernorm_torch,
+            bytes_per_call=2 * 4 * ROWS * COLS + 2 * 4 * COLS,
         ),
         Example(
             "call16",

@@ -20,7 +20,7 @@ def load_model(model: Any) -> ModuleOp:
     from qidao.frontend.builder import Graph
 
     if isinstance(model, Graph):
-        return model.module()
+        return model.module().clone()  # the graph keeps its module; compile a copy
     if isinstance(model, str | os.PathLike):
         path = Path(model)
         if not path.exists():

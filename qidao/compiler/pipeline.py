@@ -8,7 +8,7 @@
 | ``input``      | the tg graph as imported                         | a frontend         |
 | ``tg``         | the tg graph after graph passes                  | fuse               |
 | ``affine``     | host function + one named loop nest per kernel   | convert-tg-to-affine |
-| ``scf``        | structured loops (scf.for) over index math       | lower-affine       |
+| ``scf``        | structured loops (scf.for) over index math       | expand-math, lower-affine |
 | ``cf``         | basic blocks and branches                        | convert-scf-to-cf  |
 | ``llvm-dialect`` | xDSL's llvm dialect, bare-pointer memrefs      | convert-to-llvm, reconcile-unrealized-casts, dce |
 | ``llvm``       | LLVM IR text, as handed to the JIT               | emit-llvm          |
@@ -32,7 +32,11 @@ STAGES: tuple[Stage, ...] = (
     Stage("input", (), "the tg graph as imported"),
     Stage("tg", ("fuse",), "the tg graph after graph passes"),
     Stage("affine", ("convert-tg-to-affine",), "one named affine loop nest per kernel"),
-    Stage("scf", ("lower-affine",), "scf.for loops over index arithmetic"),
+    Stage(
+        "scf",
+        ("expand-math", "lower-affine"),
+        "scf.for loops over index arithmetic; exp/log/tanh as vectorizable polynomials",
+    ),
     Stage("cf", ("convert-scf-to-cf",), "basic blocks and branches"),
     Stage(
         "llvm-dialect",

@@ -1,0 +1,401 @@
+"""Reference semantics of every tg op, in NumPy: the oracle of tests and the engine
+of ``fold-constants``.
+
+``evaluate(op, operands)`` computes the results of one tg op from NumPy arrays of its
+operands; ``evaluate_function(fn, inputs)`` runs a whole ``func.func`` of tg ops.
+
+Precision: float operands are computed in **float64 and rounded once** to the
+result's element type (float32 for f32). For ``+ - * /`` and ``sqrt`` that is exactly
+IEEE float32 arithmetic (float64 carries more than 2 * 24 + 2 bits, so the double
+rounding is innocuous), i.e. bitwise what the compiled code computes; for ``exp``,
+``log``, ``tanh`` and the accumulating ops (``matmul``, ``conv2d``, reductions,
+``softmax``, pools) it is the accurately rounded answer, which a float32 kernel
+approaches within its own rounding error. Integer and bool tensors (constants and
+layout ops only) keep their dtype.
+
+Layout does not matter here: a tg value's *values* are the same whatever strides its
+type carries, so ``view``/``reshape`` are row-major reshapes, ``transpose`` is
+``np.transpose`` and ``broadcast`` is ``np.broadcast_to``. Every result is a fresh,
+row-major array. IEEE special cases follow NumPy (NaN propagates through ``max``,
+``min``, ``relu`` and ``reduce_max``; overflow gives inf); NumPy's floating-point
+warnings are silenced, since inf and NaN are legitimate tensor values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from qidao.dialects.tg.base import ints
+from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.elementwise import (
+    AddOp,
+    DivOp,
+    ExpOp,
+    LogOp,
+    MaxOp,
+    MinOp,
+    MulOp,
+    NegOp,
+    ReluOp,
+    SigmoidOp,
+    SqrtOp,
+    SubOp,
+    TanhOp,
+)
+from qidao.dialects.tg.fused import FusedOp, YieldOp
+from qidao.dialects.tg.layout_ops import (
+    BroadcastOp,
+    ContiguousOp,
+    ReshapeOp,
+    TransposeOp,
+    ViewOp,
+)
+from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
+from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
+from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
+from qidao.dialects.tg.types import dtype_name, shape_of
+
+Array = np.ndarray[Any, Any]
+Evaluator = Callable[[Operation, list[Array]], list[Array]]
+
+
+class EvaluationError(ValueError):
+    """An op the evaluator does not know, or operands that do not fit the op."""
+
+
+# ---- public entry points -------------------------------------------------------------
+
+
+def evaluate(op: Operation, operands: Sequence[Array]) -> list[Array]:
+    """The results of ``op`` on ``operands``, as fresh row-major arrays whose dtypes
+    and shapes are those of the op's result types."""
+    evaluator = _EVALUATORS.get(type(op))
+    if evaluator is None:
+        raise EvaluationError(f"numpy_eval: no reference semantics for {op.name}")
+    if len(operands) != len(op.operands):
+        raise EvaluationError(
+            f"numpy_eval: {op.name} takes {len(op.operands)} operands, got "
+            f"{len(operands)}"
+        )
+    arrays = [np.asarray(a) for a in operands]
+    for k, (array, value) in enumerate(zip(arrays, op.operands, strict=True)):
+        want = shape_of(value.type)
+        if array.shape != want:
+            raise EvaluationError(
+                f"numpy_eval: {op.name} operand #{k} has shape {list(array.shape)}, "
+                f"but its type {value.type} has shape {list(want)}"
+            )
+    with np.errstate(all="ignore"):
+        results = evaluator(op, [_compute(a) for a in arrays])
+    return [
+        _as_result(r, value.type) for r, value in zip(results, op.results, strict=True)
+    ]
+
+
+def evaluate_function(fn: func.FuncOp, inputs: Sequence[Any]) -> list[Array]:
+    """Run a ``func.func`` of tg ops on NumPy inputs; the values ``func.return``s."""
+    args = fn.body.block.args
+    if len(inputs) != len(args):
+        raise EvaluationError(
+            f"@{fn.sym_name.data} takes {len(args)} inputs, got {len(inputs)}"
+        )
+    env: dict[SSAValue, Array] = {}
+    for k, (arg, given) in enumerate(zip(args, inputs, strict=True)):
+        array = np.asarray(given)
+        if array.shape != shape_of(arg.type):
+            raise EvaluationError(
+                f"@{fn.sym_name.data}: input #{k} ({arg.name_hint or '?'}) expects "
+                f"shape {list(shape_of(arg.type))}, got {list(array.shape)}"
+            )
+        env[arg] = _as_result(array, arg.type)
+    return _run_block(fn.body.block.ops, env, func.ReturnOp)
+
+
+# ---- helpers -----------------------------------------------------------------------
+
+
+def _compute(array: Array) -> Array:
+    """Floats compute in float64 (see the module docstring); the rest as they are."""
+    if np.issubdtype(array.dtype, np.floating):
+        return array.astype(np.float64)
+    return array
+
+
+def _as_result(array: Array, result_type: Attribute) -> Array:
+    """``array`` as a fresh row-major array of the type's dtype and shape."""
+    if not isinstance(result_type, TensorType):
+        raise EvaluationError(f"numpy_eval: {result_type} is not a tensor type")
+    dtype = np.dtype(dtype_name(result_type.get_element_type()))
+    with np.errstate(all="ignore"):
+        out = np.array(array, dtype=dtype, order="C", copy=True)
+    if out.shape != shape_of(result_type):
+        raise EvaluationError(
+            f"numpy_eval: computed shape {list(out.shape)} for a result of type "
+            f"{result_type}"
+        )
+    return out
+
+
+def _run_block(
+    ops: Any, env: dict[SSAValue, Array], terminator: type[Operation]
+) -> list[Array]:
+    for inner in ops:
+        if isinstance(inner, terminator):
+            return [env[v] for v in inner.operands]
+        results = evaluate(inner, [env[v] for v in inner.operands])
+        env.update(zip(inner.results, results, strict=True))
+    raise EvaluationError(f"numpy_eval: block does not end with {terminator.name}")
+
+
+# ---- elementwise -------------------------------------------------------------------
+
+
+def _sigmoid(x: Array) -> Array:
+    return 1.0 / (1.0 + np.exp(-x))  # type: ignore[no-any-return]
+
+
+_BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
+    AddOp: np.add,
+    SubOp: np.subtract,
+    MulOp: np.multiply,
+    DivOp: np.divide,
+    MaxOp: np.maximum,
+    MinOp: np.minimum,
+}
+_UNARY: dict[type[Operation], Callable[[Array], Array]] = {
+    NegOp: np.negative,
+    ExpOp: np.exp,
+    LogOp: np.log,
+    SqrtOp: np.sqrt,
+    TanhOp: np.tanh,
+    SigmoidOp: _sigmoid,
+    ReluOp: lambda x: np.maximum(x, 0.0),
+}
+
+
+def _binary(op: Operation, xs: list[Array]) -> list[Array]:
+    return [_BINARY[type(op)](xs[0], xs[1])]
+
+
+def _unary(op: Operation, xs: list[Array]) -> list[Array]:
+    return [_UNARY[type(op)](xs[0])]
+
+
+# ---- constants, layout, contractions -----------------------------------------------
+
+
+def _constant(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, ConstantOp)
+    return [op.to_numpy()]
+
+
+def _transpose(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, TransposeOp)
+    return [np.transpose(xs[0], ints(op.perm))]
+
+
+def _reshape(op: Operation, xs: list[Array]) -> list[Array]:
+    """view, reshape, contiguous: the same values in row-major order, a new shape."""
+    return [xs[0].reshape(shape_of(op.results[0].type))]
+
+
+def _broadcast(op: Operation, xs: list[Array]) -> list[Array]:
+    return [np.broadcast_to(xs[0], shape_of(op.results[0].type))]
+
+
+def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
+    return [np.matmul(xs[0], xs[1])]
+
+
+def _windows(
+    x: Array,
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilation: tuple[int, ...],
+    out_hw: tuple[int, int],
+) -> Array:
+    """``(N, C, OH, OW, KH, KW)``: the (already padded) input under every window."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilation
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    w = sliding_window_view(x, span, axis=(2, 3))
+    w = w[:, :, ::sh, ::sw, ::dh, ::dw]
+    return w[:, :, : out_hw[0], : out_hw[1]]  # type: ignore[no-any-return]
+
+
+def _pad(x: Array, padding: tuple[int, ...], value: float) -> Array:
+    top, left, bottom, right = padding
+    widths = ((0, 0), (0, 0), (top, bottom), (left, right))
+    return np.pad(x, widths, constant_values=value)
+
+
+def is_nhwc(op: Operation) -> bool:
+    """True when a conv2d, pool or batch_norm carries ``layout = "NHWC"``
+    (channels last); without the property the layout is NCHW."""
+    layout = op.properties.get("layout")
+    return isinstance(layout, StringAttr) and layout.data == "NHWC"
+
+
+def _to_nchw(x: Array) -> Array:
+    return np.transpose(x, (0, 3, 1, 2))
+
+
+def _from_nchw(x: Array) -> Array:
+    return np.transpose(x, (0, 2, 3, 1))
+
+
+def _conv2d(op: Operation, xs: list[Array]) -> list[Array]:
+    """Grouped, strided, dilated cross-correlation as one einsum over the windows.
+    NHWC input and HWIO weight are transposed to NCHW and FCHW and back."""
+    assert isinstance(op, Conv2dOp)
+    nhwc = is_nhwc(op)
+    x = _to_nchw(xs[0]) if nhwc else xs[0]
+    w = np.transpose(xs[1], (3, 2, 0, 1)) if nhwc else xs[1]
+    out = shape_of(op.result.type)
+    n, oh, ow = (out[0], out[1], out[2]) if nhwc else (out[0], out[2], out[3])
+    groups = op.groups.value.data
+    f, cg, kh, kw = w.shape
+    windows = _windows(
+        _pad(x, ints(op.padding), 0.0),
+        (kh, kw),
+        ints(op.strides),
+        ints(op.dilation),
+        (oh, ow),
+    )
+    windows = windows.reshape(n, groups, cg, oh, ow, kh, kw)
+    weight = w.reshape(groups, f // groups, cg, kh, kw)
+    y = np.einsum("ngchwij,gfcij->ngfhw", windows, weight, optimize=True)
+    y = y.reshape(n, f, oh, ow)
+    if op.bias is not None:
+        y = y + xs[2].reshape(1, f, 1, 1)
+    return [_from_nchw(y) if nhwc else y]
+
+
+# ---- reductions and nn -------------------------------------------------------------
+
+
+def _reduce(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, ReduceOp)
+    axes = op.reduced_axes()
+    keep = op.keepdims is not None
+    if isinstance(op, ReduceSumOp):
+        return [np.sum(xs[0], axis=axes, keepdims=keep)]
+    if isinstance(op, ReduceMeanOp):
+        return [np.mean(xs[0], axis=axes, keepdims=keep)]
+    assert isinstance(op, ReduceMaxOp)
+    return [np.max(xs[0], axis=axes, keepdims=keep)]
+
+
+def _softmax(op: Operation, xs: list[Array]) -> list[Array]:
+    """Stable softmax: ``exp(x - max) / sum(exp(x - max))`` along the axis."""
+    assert isinstance(op, SoftmaxOp)
+    axis = op.normalized_axis()
+    e = np.exp(xs[0] - np.max(xs[0], axis=axis, keepdims=True))
+    return [e / np.sum(e, axis=axis, keepdims=True)]
+
+
+def _pool_out_hw(op: Operation, nhwc: bool) -> tuple[int, int]:
+    out = shape_of(op.results[0].type)
+    return (out[1], out[2]) if nhwc else (out[2], out[3])
+
+
+def _max_pool2d(op: Operation, xs: list[Array]) -> list[Array]:
+    """Padding is -inf, so it never wins (PyTorch's rule)."""
+    assert isinstance(op, MaxPool2dOp)
+    kernel, strides, padding = op.pool_geometry()
+    nhwc = is_nhwc(op)
+    x = _to_nchw(xs[0]) if nhwc else xs[0]
+    oh, ow = _pool_out_hw(op, nhwc)
+    padded = _pad(x, padding, -np.inf)
+    windows = _windows(padded, kernel, strides, op.dilations(), (oh, ow))
+    y = np.max(windows, axis=(4, 5))
+    return [_from_nchw(y) if nhwc else y]
+
+
+def _avg_pool2d(op: Operation, xs: list[Array]) -> list[Array]:
+    """Window sums over zero padding, divided by ``kh * kw`` with
+    ``count_include_pad``, else by the number of real (unpadded) elements."""
+    assert isinstance(op, AvgPool2dOp)
+    kernel, strides, padding = op.pool_geometry()
+    nhwc = is_nhwc(op)
+    x = _to_nchw(xs[0]) if nhwc else xs[0]
+    oh, ow = _pool_out_hw(op, nhwc)
+    dilation = (1, 1)
+    sums = np.sum(
+        _windows(_pad(x, padding, 0.0), kernel, strides, dilation, (oh, ow)),
+        axis=(4, 5),
+    )
+    if op.count_include_pad is not None:
+        y = sums / float(kernel[0] * kernel[1])
+    else:
+        ones = np.ones((1, 1, *x.shape[2:]), np.float64)
+        counts = np.sum(
+            _windows(_pad(ones, padding, 0.0), kernel, strides, dilation, (oh, ow)),
+            axis=(4, 5),
+        )
+        y = sums / counts
+    return [_from_nchw(y) if nhwc else y]
+
+
+def batch_norm_channel_dim(op: BatchNormOp) -> int:
+    """The channel dimension of a batch_norm: 1, or the last one for NHWC."""
+    rank = len(shape_of(op.input.type))
+    return rank - 1 if is_nhwc(op) else 1
+
+
+def _batch_norm(op: Operation, xs: list[Array]) -> list[Array]:
+    """``scale * (x - mean) / sqrt(var + epsilon) + bias`` per channel: dimension 1
+    (NCHW), or the last dimension with ``layout = "NHWC"``."""
+    assert isinstance(op, BatchNormOp)
+    x, scale, bias, mean, var = xs
+    channel = [1] * x.ndim
+    channel[batch_norm_channel_dim(op)] = scale.shape[0]
+    eps = float(np.float32(op.epsilon.value.data))
+    centered = x - mean.reshape(channel)
+    std = np.sqrt(var.reshape(channel) + eps)
+    return [scale.reshape(channel) * centered / std + bias.reshape(channel)]
+
+
+def _fused(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, FusedOp)
+    block = op.body.block
+    env: dict[SSAValue, Array] = dict(zip(block.args, xs, strict=True))
+    return _run_block(block.ops, env, YieldOp)
+
+
+_EVALUATORS: dict[type[Operation], Evaluator] = {
+    ConstantOp: _constant,
+    **{cls: _binary for cls in _BINARY},
+    **{cls: _unary for cls in _UNARY},
+    TransposeOp: _transpose,
+    ViewOp: _reshape,
+    ReshapeOp: _reshape,
+    ContiguousOp: _reshape,
+    BroadcastOp: _broadcast,
+    MatmulOp: _matmul,
+    Conv2dOp: _conv2d,
+    ReduceSumOp: _reduce,
+    ReduceMeanOp: _reduce,
+    ReduceMaxOp: _reduce,
+    SoftmaxOp: _softmax,
+    MaxPool2dOp: _max_pool2d,
+    AvgPool2dOp: _avg_pool2d,
+    BatchNormOp: _batch_norm,
+    FusedOp: _fused,
+}
+
+
+def has_reference(op: Operation) -> bool:
+    """True when ``evaluate`` knows ``op`` (for a ``tg.fused``: every op of its body)."""
+    if type(op) not in _EVALUATORS:
+        return False
+    if isinstance(op, FusedOp):
+        body = [o for o in op.body.block.ops if not isinstance(o, YieldOp)]
+        return all(has_reference(o) for o in body)
+    return True

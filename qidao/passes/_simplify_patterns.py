@@ -1,0 +1,233 @@
+"""The rewrite patterns of ``simplify``: one algebraic identity per class.
+
+Every pattern replaces an op by a value that is *exactly* equal to it, bit for bit
+(IEEE-754, signed zeros and NaN included), and of exactly the same type, so no user
+of the value can tell the difference. A pattern that would change the type (an
+``x + 0`` that broadcasts ``x`` to a bigger shape, a strided ``x`` where the op
+produced a row-major tensor) does not fire.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import AnyFloat
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.utils.exceptions import VerifyException
+
+from qidao.dialects.tg import (
+    AddOp,
+    BroadcastOp,
+    ConstantOp,
+    ContiguousOp,
+    DivOp,
+    MulOp,
+    ReshapeOp,
+    SubOp,
+    TransposeOp,
+    ViewOp,
+)
+from qidao.dialects.tg.base import ints, tensor
+from qidao.dialects.tg.types import dtype_name, shape_of
+
+# ---- helpers -----------------------------------------------------------------------
+
+
+def splat_value(value: SSAValue) -> float | None:
+    """The one element of a float ``tg.constant`` whose elements are all bitwise
+    equal (so ``-0.0`` and ``0.0`` differ), else None."""
+    owner = value.owner
+    if not isinstance(owner, ConstantOp):
+        return None
+    t = owner.value.type
+    element = t.get_element_type()
+    if not isinstance(element, AnyFloat):
+        return None
+    dtype = np.dtype(dtype_name(element))
+    flat = np.frombuffer(owner.value.data.data, dtype=dtype)
+    if flat.size == 0:
+        return None
+    bits = flat.view(np.dtype(f"u{dtype.itemsize}"))
+    if not bool((bits == bits[0]).all()):
+        return None
+    return float(flat[0])
+
+
+def is_one(value: SSAValue) -> bool:
+    return splat_value(value) == 1.0
+
+
+def is_positive_zero(value: SSAValue) -> bool:
+    v = splat_value(value)
+    return v is not None and v == 0.0 and math.copysign(1.0, v) > 0
+
+
+def is_negative_zero(value: SSAValue) -> bool:
+    v = splat_value(value)
+    return v is not None and v == 0.0 and math.copysign(1.0, v) < 0
+
+
+def forward(op: Operation, value: SSAValue, rewriter: PatternRewriter) -> None:
+    """Replace ``op`` by ``value`` when their types are equal; else do nothing."""
+    if value.type == op.results[0].type:
+        rewriter.replace(op, [], [value])
+
+
+def replace_if_same_type(
+    op: Operation, new: Operation, rewriter: PatternRewriter
+) -> None:
+    """Replace ``op`` by ``new`` when the result types are equal; else drop ``new``."""
+    if new.results[0].type == op.results[0].type:
+        rewriter.replace(op, [new], [new.results[0]])
+
+
+# ---- elementwise identities --------------------------------------------------------
+
+
+class MulByOneRight(RewritePattern):
+    """``x * 1 -> x`` (exact for every x, NaN included)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, MulOp) and is_one(op.rhs):
+            forward(op, op.lhs, rewriter)
+
+
+class MulByOneLeft(RewritePattern):
+    """``1 * x -> x``."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, MulOp) and is_one(op.lhs):
+            forward(op, op.rhs, rewriter)
+
+
+class AddNegativeZeroRight(RewritePattern):
+    """``x + (-0.0) -> x``. Only ``-0.0``: ``x + 0.0`` turns ``x = -0.0`` into
+    ``+0.0``, so it is not an identity and stays (as in MLIR's ``arith.addf``)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, AddOp) and is_negative_zero(op.rhs):
+            forward(op, op.lhs, rewriter)
+
+
+class AddNegativeZeroLeft(RewritePattern):
+    """``(-0.0) + x -> x`` (``0.0 + x`` stays, as for ``x + 0.0``)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, AddOp) and is_negative_zero(op.lhs):
+            forward(op, op.rhs, rewriter)
+
+
+class SubZero(RewritePattern):
+    """``x - 0.0 -> x`` (exact: ``-0.0 - 0.0 = -0.0``). ``x - (-0.0)`` is
+    ``x + 0.0`` and stays."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, SubOp) and is_positive_zero(op.rhs):
+            forward(op, op.lhs, rewriter)
+
+
+class DivByOne(RewritePattern):
+    """``x / 1 -> x``."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, DivOp) and is_one(op.rhs):
+            forward(op, op.lhs, rewriter)
+
+
+# ---- layout identities -------------------------------------------------------------
+
+
+class TransposeOfTranspose(RewritePattern):
+    """``transpose(transpose(x, p), q) -> transpose(x, r)`` with ``r[k] = p[q[k]]``,
+    and ``-> x`` when ``r`` is the identity."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, TransposeOp):
+            return
+        inner = op.input.owner
+        if not isinstance(inner, TransposeOp):
+            return
+        p, q = ints(inner.perm), ints(op.perm)
+        r = tuple(p[k] for k in q)
+        x = inner.input
+        if r == tuple(range(len(r))):
+            forward(op, x, rewriter)
+            return
+        replace_if_same_type(op, TransposeOp(x, r), rewriter)
+
+
+class ReshapeOfReshape(RewritePattern):
+    """``reshape(reshape(x, s1), s2) -> reshape(x, s2)`` when the new reshape has
+    the old result type (a row-major copy stays a copy, a view stays the same view)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, ReshapeOp):
+            return
+        inner = op.input.owner
+        if not isinstance(inner, ReshapeOp):
+            return
+        new = ReshapeOp(inner.input, shape_of(op.result.type))
+        replace_if_same_type(op, new, rewriter)
+
+
+class ViewOfView(RewritePattern):
+    """``view(view(x, s1), s2) -> view(x, s2)`` when ``x``'s layout has that view and
+    it has the old result type."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, ViewOp):
+            return
+        inner = op.input.owner
+        if not isinstance(inner, ViewOp):
+            return
+        shape = shape_of(op.result.type)
+        try:
+            ViewOp.infer(tensor(inner.input), shape)
+        except VerifyException:
+            return  # x's strides cannot describe the shape directly
+        replace_if_same_type(op, ViewOp(inner.input, shape), rewriter)
+
+
+class IdentityReshape(RewritePattern):
+    """``reshape(x) -> x`` and ``view(x) -> x`` when the result type is ``x``'s type."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, ReshapeOp | ViewOp):
+            forward(op, op.input, rewriter)
+
+
+class ContiguousOfRowMajor(RewritePattern):
+    """``contiguous(x) -> x`` when ``x`` is already row-major."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, ContiguousOp):
+            forward(op, op.input, rewriter)
+
+
+class BroadcastToSameShape(RewritePattern):
+    """``broadcast(x) -> x`` when the target shape is ``x``'s shape."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, BroadcastOp) and shape_of(op.input.type) == shape_of(
+            op.result.type
+        ):
+            forward(op, op.input, rewriter)
+
+
+PATTERNS: tuple[type[RewritePattern], ...] = (
+    MulByOneRight,
+    MulByOneLeft,
+    AddNegativeZeroRight,
+    AddNegativeZeroLeft,
+    SubZero,
+    DivByOne,
+    TransposeOfTranspose,
+    ReshapeOfReshape,
+    ViewOfView,
+    IdentityReshape,
+    ContiguousOfRowMajor,
+    BroadcastToSameShape,
+)
+"""Every pattern of ``simplify``, in the order the pass tries them."""
