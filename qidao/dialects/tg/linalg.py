@@ -1,16 +1,29 @@
-"""Contractions: ``tg.matmul`` (2-D and batched) and ``tg.conv2d`` (NCHW)."""
+"""Contractions: ``tg.matmul`` (2-D and batched) and ``tg.conv2d`` (NCHW or NHWC).
+
+The data layout of ``tg.conv2d``, the pools and ``tg.batch_norm`` is an optional
+``layout`` property: omitted means ``"NCHW"`` (channels first, PyTorch's and ONNX's
+layout), ``layout = "NHWC"`` means channels last. :func:`layout_of` reads it; the
+``layout`` pass chooses it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, TensorType
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+)
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -21,6 +34,34 @@ from xdsl.utils.exceptions import VerifyException
 from qidao.dialects.tg.base import TgOp, expect_length, i64_array, ints, tensor
 from qidao.dialects.tg.layout import broadcast_shapes
 from qidao.dialects.tg.types import fmt_shape, tensor_type
+
+NCHW = "NCHW"
+NHWC = "NHWC"
+
+
+def layout_props(layout: str, op: str) -> dict[str, Attribute]:
+    """The ``layout`` property for a constructor: none for the default NCHW."""
+    if layout not in (NCHW, NHWC):
+        raise VerifyException(f'{op}: layout must be "NCHW" or "NHWC", got "{layout}"')
+    return {} if layout == NCHW else {"layout": StringAttr(NHWC)}
+
+
+def layout_of(attr: StringAttr | None, op: str) -> str:
+    """``"NCHW"`` when the property is absent, ``"NHWC"`` when it says so. Spelling
+    out the default is rejected, so every op has one canonical form."""
+    if attr is None:
+        return NCHW
+    if attr.data != NHWC:
+        raise VerifyException(
+            f'{op}: layout must be "NHWC" or omitted (NCHW, the default), got '
+            f'"{attr.data}"'
+        )
+    return NHWC
+
+
+def layout_name(op: str, layout: str) -> str:
+    """How error messages name an op: ``tg.conv2d`` or ``tg.conv2d (NHWC)``."""
+    return op if layout == NCHW else f"{op} ({layout})"
 
 
 @irdl_op_definition
@@ -85,14 +126,24 @@ def conv_output_size(
 
 @irdl_op_definition
 class Conv2dOp(TgOp):
-    """2-D convolution (cross-correlation) over NCHW input, FCHW weight.
+    """2-D convolution (cross-correlation), NCHW (default) or NHWC.
+
+    | layout | input          | weight                      | result           |
+    |--------|----------------|-----------------------------|------------------|
+    | NCHW   | ``[N, C, H, W]`` | ``[F, C / groups, KH, KW]`` (FCHW) | ``[N, F, OH, OW]`` |
+    | NHWC   | ``[N, H, W, C]`` | ``[KH, KW, C / groups, F]`` (HWIO) | ``[N, OH, OW, F]`` |
+
+    The NHWC weight is HWIO, what channels-last kernels want: the output channel
+    ``F`` is innermost and contiguous, so the loop over ``F`` vectorizes. An FCHW
+    weight ``w`` becomes HWIO as ``transpose(w, [2, 3, 1, 0])``.
 
     ``padding`` is ``[top, left, bottom, right]``; ``groups`` splits the channels:
     the weight has ``C / groups`` input channels, ``F`` must divide by ``groups``.
-    The bias is optional.
+    The bias ``[F]`` is optional.
 
     ```mlir
     %y = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+    %z = tg.conv2d %xt, %wt strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x8x8x4xf32>
     ```
     """
 
@@ -104,12 +155,14 @@ class Conv2dOp(TgOp):
     padding = prop_def(DenseArrayBase.constr(I64))
     dilation = prop_def(DenseArrayBase.constr(I64))
     groups = prop_def(IntegerAttr[I64])
+    layout = opt_prop_def(StringAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? `strides` `=` $strides `padding` `=` "
-        "$padding `dilation` `=` $dilation `groups` `=` $groups attr-dict `:` "
+        "$padding `dilation` `=` $dilation `groups` `=` $groups "
+        "(`layout` `=` $layout^)? attr-dict `:` "
         "`(` type($input) `,` type($weight) (`,` type($bias)^)? `)` `->` "
         "type($result)"
     )
@@ -124,7 +177,9 @@ class Conv2dOp(TgOp):
         padding: Sequence[int] = (0, 0, 0, 0),
         dilation: Sequence[int] = (1, 1),
         groups: int = 1,
+        layout: str = NCHW,
     ) -> None:
+        props = layout_props(layout, self.name)
         t = self.infer(
             tensor(input),
             tensor(weight),
@@ -133,6 +188,7 @@ class Conv2dOp(TgOp):
             tuple(padding),
             tuple(dilation),
             groups,
+            layout,
         )
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
@@ -142,8 +198,13 @@ class Conv2dOp(TgOp):
                 "padding": i64_array(padding),
                 "dilation": i64_array(dilation),
                 "groups": IntegerAttr(groups, 64),
+                **props,
             },
         )
+
+    def data_layout(self) -> str:
+        """``"NCHW"`` or ``"NHWC"``."""
+        return layout_of(self.layout, self.name)
 
     @staticmethod
     def infer(
@@ -154,8 +215,9 @@ class Conv2dOp(TgOp):
         padding: tuple[int, ...],
         dilation: tuple[int, ...],
         groups: int,
+        layout: str = NCHW,
     ) -> Attribute:
-        op = "tg.conv2d"
+        op = layout_name("tg.conv2d", layout)
         expect_length(op, "strides", strides, 2)
         expect_length(op, "padding [top, left, bottom, right]", padding, 4)
         expect_length(op, "dilation", dilation, 2)
@@ -166,13 +228,18 @@ class Conv2dOp(TgOp):
                 f"padding {fmt_shape(padding)}"
             )
         x, w = input.get_shape(), weight.get_shape()
+        weight_layout = "FCHW" if layout == NCHW else "HWIO"
         if len(x) != 4 or len(w) != 4:
             raise VerifyException(
-                f"{op} expects a rank-4 NCHW input and FCHW weight, got "
-                f"{fmt_shape(x)} and {fmt_shape(w)}"
+                f"{op} expects a rank-4 {layout} input and {weight_layout} weight, "
+                f"got {fmt_shape(x)} and {fmt_shape(w)}"
             )
-        n, c, h, wd = x
-        f, cg, kh, kw = w
+        if layout == NCHW:
+            n, c, h, wd = x
+            f, cg, kh, kw = w
+        else:
+            n, h, wd, c = x
+            kh, kw, cg, f = w
         if groups < 1 or c % groups or f % groups:
             raise VerifyException(
                 f"{op}: groups = {groups} must divide the input channels ({c}) and "
@@ -195,12 +262,14 @@ class Conv2dOp(TgOp):
                 f"{op}: the {kh}x{kw} kernel (dilation {fmt_shape(dilation)}) does not "
                 f"fit the {h}x{wd} input with padding {fmt_shape(padding)}"
             )
-        return tensor_type((n, f, oh, ow), input.get_element_type())
+        out = (n, f, oh, ow) if layout == NCHW else (n, oh, ow, f)
+        return tensor_type(out, input.get_element_type())
 
     def verify_(self) -> None:
         self.verify_tensors()
         self.expect_float()
         self.expect_same_element_type()
+        layout = self.data_layout()
         self.expect_result_type(
             self.infer(
                 tensor(self.input),
@@ -210,5 +279,6 @@ class Conv2dOp(TgOp):
                 ints(self.padding),
                 ints(self.dilation),
                 self.groups.value.data,
+                layout,
             )
         )

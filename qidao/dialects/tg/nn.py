@@ -1,4 +1,9 @@
-"""Neural-network ops: softmax, 2-D pooling and inference batch normalization."""
+"""Neural-network ops: softmax, 2-D pooling and inference batch normalization.
+
+Pools and batch normalization take the optional ``layout`` property of
+``linalg.py``: omitted is NCHW (channels at dimension 1), ``layout = "NHWC"`` puts
+the channels last.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
 )
@@ -33,7 +39,13 @@ from qidao.dialects.tg.base import (
     normalize_axis,
     tensor,
 )
-from qidao.dialects.tg.linalg import conv_output_size
+from qidao.dialects.tg.linalg import (
+    NCHW,
+    conv_output_size,
+    layout_name,
+    layout_of,
+    layout_props,
+)
 from qidao.dialects.tg.types import fmt_shape, tensor_type
 
 
@@ -79,12 +91,20 @@ class SoftmaxOp(TgOp):
 
 
 class Pool2dOp(TgOp):
+    """A window reduction over ``[N, C, H, W]`` (NCHW, the default) or
+    ``[N, H, W, C]`` (``layout = "NHWC"``) input; the result has the same layout."""
+
     input = operand_def(TensorType)
     kernel = prop_def(DenseArrayBase.constr(I64))
     strides = prop_def(DenseArrayBase.constr(I64))
     padding = prop_def(DenseArrayBase.constr(I64))
+    layout = opt_prop_def(StringAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+
+    def data_layout(self) -> str:
+        """``"NCHW"`` or ``"NHWC"``."""
+        return layout_of(self.layout, self.name)
 
     def pool_geometry(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         return ints(self.kernel), ints(self.strides), ints(self.padding)
@@ -100,8 +120,9 @@ class Pool2dOp(TgOp):
         strides: tuple[int, ...],
         padding: tuple[int, ...],
         dilation: tuple[int, ...] = (1, 1),
+        layout: str = NCHW,
     ) -> Attribute:
-        op = cls.name
+        op = layout_name(cls.name, layout)
         expect_length(op, "kernel", kernel, 2)
         expect_length(op, "strides", strides, 2)
         expect_length(op, "padding [top, left, bottom, right]", padding, 4)
@@ -114,8 +135,11 @@ class Pool2dOp(TgOp):
             )
         shape = input.get_shape()
         if len(shape) != 4:
-            raise VerifyException(f"{op} expects a rank-4 NCHW input, got {input}")
-        n, c, h, w = shape
+            raise VerifyException(f"{op} expects a rank-4 {layout} input, got {input}")
+        if layout == NCHW:
+            n, c, h, w = shape
+        else:
+            n, h, w, c = shape
         if (
             padding[0] >= kernel[0]
             or padding[2] >= kernel[0]
@@ -137,7 +161,8 @@ class Pool2dOp(TgOp):
                 f"{fmt_shape(dilation)}) does not fit the {h}x{w} input with padding "
                 f"{fmt_shape(padding)}"
             )
-        return tensor_type((n, c, oh, ow), input.get_element_type())
+        out = (n, c, oh, ow) if layout == NCHW else (n, oh, ow, c)
+        return tensor_type(out, input.get_element_type())
 
     def verify_(self) -> None:
         self.verify_tensors()
@@ -145,17 +170,23 @@ class Pool2dOp(TgOp):
         kernel, strides, padding = self.pool_geometry()
         self.expect_result_type(
             self.infer_pool(
-                tensor(self.input), kernel, strides, padding, self.dilations()
+                tensor(self.input),
+                kernel,
+                strides,
+                padding,
+                self.dilations(),
+                self.data_layout(),
             )
         )
 
 
 @irdl_op_definition
 class MaxPool2dOp(Pool2dOp):
-    """Max over each ``kernel`` window of NCHW input; padding never wins.
+    """Max over each ``kernel`` window of NCHW (or NHWC) input; padding never wins.
 
     ```mlir
     %p = tg.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+    %q = tg.max_pool2d %xt kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
     ```
     """
 
@@ -163,7 +194,8 @@ class MaxPool2dOp(Pool2dOp):
     dilation = prop_def(DenseArrayBase.constr(I64))
     assembly_format = (
         "$input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding "
-        "`dilation` `=` $dilation attr-dict `:` type($input) `->` type($result)"
+        "`dilation` `=` $dilation (`layout` `=` $layout^)? attr-dict `:` "
+        "type($input) `->` type($result)"
     )
 
     def __init__(
@@ -173,10 +205,17 @@ class MaxPool2dOp(Pool2dOp):
         strides: Sequence[int] | None = None,
         padding: Sequence[int] = (0, 0, 0, 0),
         dilation: Sequence[int] = (1, 1),
+        layout: str = NCHW,
     ) -> None:
         strides = tuple(kernel) if strides is None else tuple(strides)
+        props = layout_props(layout, self.name)
         t = self.infer_pool(
-            tensor(input), tuple(kernel), strides, tuple(padding), tuple(dilation)
+            tensor(input),
+            tuple(kernel),
+            strides,
+            tuple(padding),
+            tuple(dilation),
+            layout,
         )
         super().__init__(
             operands=[input],
@@ -186,6 +225,7 @@ class MaxPool2dOp(Pool2dOp):
                 "strides": i64_array(strides),
                 "padding": i64_array(padding),
                 "dilation": i64_array(dilation),
+                **props,
             },
         )
 
@@ -195,12 +235,13 @@ class MaxPool2dOp(Pool2dOp):
 
 @irdl_op_definition
 class AvgPool2dOp(Pool2dOp):
-    """Mean over each ``kernel`` window of NCHW input.
+    """Mean over each ``kernel`` window of NCHW (or NHWC) input.
 
     Padded positions count in the divisor only with ``count_include_pad``.
 
     ```mlir
     %p = tg.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
+    %q = tg.avg_pool2d %xt kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
     ```
     """
 
@@ -208,8 +249,8 @@ class AvgPool2dOp(Pool2dOp):
     count_include_pad = opt_prop_def(UnitAttr)
     assembly_format = (
         "$input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding "
-        "(`count_include_pad` $count_include_pad^)? attr-dict `:` type($input) `->` "
-        "type($result)"
+        "(`count_include_pad` $count_include_pad^)? (`layout` `=` $layout^)? "
+        "attr-dict `:` type($input) `->` type($result)"
     )
 
     def __init__(
@@ -219,10 +260,14 @@ class AvgPool2dOp(Pool2dOp):
         strides: Sequence[int] | None = None,
         padding: Sequence[int] = (0, 0, 0, 0),
         count_include_pad: bool = False,
+        layout: str = NCHW,
     ) -> None:
         strides = tuple(kernel) if strides is None else tuple(strides)
-        t = self.infer_pool(tensor(input), tuple(kernel), strides, tuple(padding))
-        props: dict[str, Attribute] = {
+        props: dict[str, Attribute] = layout_props(layout, self.name)
+        t = self.infer_pool(
+            tensor(input), tuple(kernel), strides, tuple(padding), (1, 1), layout
+        )
+        props |= {
             "kernel": i64_array(kernel),
             "strides": i64_array(strides),
             "padding": i64_array(padding),
@@ -234,11 +279,15 @@ class AvgPool2dOp(Pool2dOp):
 
 @irdl_op_definition
 class BatchNormOp(TgOp):
-    """Inference batch normalization over dimension 1 (channels):
+    """Inference batch normalization over the channels:
     ``scale * (x - mean) / sqrt(var + epsilon) + bias``.
+
+    The channels are dimension 1 (NCHW, the default: ``[N, C, ...]``) or, with
+    ``layout = "NHWC"``, the last dimension (``[N, ..., C]``).
 
     ```mlir
     %y = tg.batch_norm %x, %scale, %bias, %mean, %var epsilon = 1.000000e-05 : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x4x8x8xf32>
+    %z = tg.batch_norm %xt, %scale, %bias, %mean, %var epsilon = 1.000000e-05 layout = "NHWC" : tensor<1x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x8x8x4xf32>
     ```
     """
 
@@ -249,12 +298,13 @@ class BatchNormOp(TgOp):
     mean = operand_def(TensorType)
     var = operand_def(TensorType)
     epsilon = prop_def(FloatAttr[Float32Type])
+    layout = opt_prop_def(StringAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = (
         "$input `,` $scale `,` $bias `,` $mean `,` $var `epsilon` `=` $epsilon "
-        "attr-dict `:` type($input) `,` type($scale) `,` type($bias) `,` "
-        "type($mean) `,` type($var) `->` type($result)"
+        "(`layout` `=` $layout^)? attr-dict `:` type($input) `,` type($scale) `,` "
+        "type($bias) `,` type($mean) `,` type($var) `->` type($result)"
     )
 
     def __init__(
@@ -265,13 +315,26 @@ class BatchNormOp(TgOp):
         mean: SSAValue,
         var: SSAValue,
         epsilon: float = 1e-5,
+        layout: str = NCHW,
     ) -> None:
         t = tensor(input)
         super().__init__(
             operands=[input, scale, bias, mean, var],
             result_types=[tensor_type(t.get_shape(), t.get_element_type())],
-            properties={"epsilon": FloatAttr(epsilon, Float32Type())},
+            properties={
+                "epsilon": FloatAttr(epsilon, Float32Type()),
+                **layout_props(layout, self.name),
+            },
         )
+
+    def data_layout(self) -> str:
+        """``"NCHW"`` or ``"NHWC"``."""
+        return layout_of(self.layout, self.name)
+
+    def channel_dim(self) -> int:
+        """The dimension of the channels: 1 for NCHW, the last one for NHWC."""
+        rank = len(tensor(self.input).get_shape())
+        return 1 if self.data_layout() == NCHW else rank - 1
 
     def verify_(self) -> None:
         self.verify_tensors()
@@ -279,16 +342,19 @@ class BatchNormOp(TgOp):
         self.expect_same_element_type()
         t = tensor(self.input)
         shape = t.get_shape()
+        layout = self.data_layout()
+        op = layout_name(self.name, layout)
         if len(shape) < 2:
+            dims = "N, C, ..." if layout == NCHW else "N, ..., C"
             raise VerifyException(
-                f"tg.batch_norm expects an input of rank >= 2 (N, C, ...), got {t}"
+                f"{op} expects an input of rank >= 2 ({dims}), got {t}"
             )
-        channels = shape[1]
+        channels = shape[self.channel_dim()]
         for name in ("scale", "bias", "mean", "var"):
             param = tensor(getattr(self, name))
             if param.get_shape() != (channels,):
                 raise VerifyException(
-                    f"tg.batch_norm: {name} must have shape [{channels}] (one per "
+                    f"{op}: {name} must have shape [{channels}] (one per "
                     f"channel of {t}), got {fmt_shape(param.get_shape())}"
                 )
         self.expect_result_type(tensor_type(shape, t.get_element_type()))

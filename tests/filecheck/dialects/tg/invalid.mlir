@@ -543,3 +543,79 @@ func.func @fused_without_yield(%x: tensor<8xf32>) {
 func.func @yield_outside_fused(%x: tensor<8xf32>) {
   tg.yield %x : tensor<8xf32>
 }
+
+// -----
+
+// === layout (NHWC) ===
+
+// CHECK: tg.conv2d: layout must be "NHWC" or omitted (NCHW, the default), got "NCHW"
+func.func @conv_layout_spelled_default(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NCHW" : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.max_pool2d: layout must be "NHWC" or omitted (NCHW, the default), got "CHWN"
+func.func @pool_layout_unknown(%x: tensor<1x8x8x4xf32>) {
+  %p = tg.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] layout = "CHWN" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.conv2d (NHWC): weight [3, 3, 2, 4] has 2 input channels per group, expected C / groups = 3 / 1 = 3
+func.func @conv_nhwc_fchw_weight(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x2x4xf32>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x2x4xf32>) -> tensor<1x8x8x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.conv2d (NHWC) expects a rank-4 NHWC input and HWIO weight, got [8, 8, 3] and [3, 3, 3, 4]
+func.func @conv_nhwc_unbatched(%x: tensor<8x8x3xf32>, %w: tensor<3x3x3x4xf32>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<8x8x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.conv2d (NHWC): bias must have shape [4] (one per output channel), got [3]
+func.func @conv_nhwc_bias_shape(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x4xf32>, %b: tensor<3xf32>) {
+  %y = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>, tensor<3xf32>) -> tensor<1x8x8x4xf32>
+  func.return
+}
+
+// -----
+
+// The NCHW result shape is wrong for an NHWC conv: the channels go last.
+// CHECK: tg.conv2d on (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) must produce tensor<1x8x8x4xf32>, but its result type is tensor<1x4x8x8xf32>
+func.func @conv_nhwc_wrong_result(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x4xf32>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x4x8x8xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.avg_pool2d (NHWC) expects a rank-4 NHWC input, got tensor<8x8x4xf32>
+func.func @pool_nhwc_unbatched(%x: tensor<8x8x4xf32>) {
+  %p = tg.avg_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] layout = "NHWC" : tensor<8x8x4xf32> -> tensor<4x4x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.max_pool2d on (tensor<1x8x8x4xf32>) must produce tensor<1x4x4x4xf32>, but its result type is tensor<1x4x4x8xf32>
+func.func @pool_nhwc_wrong_result(%x: tensor<1x8x8x4xf32>) {
+  %p = tg.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x8xf32>
+  func.return
+}
+
+// -----
+
+// Channels last: the parameters have one value per entry of the last dimension.
+// CHECK: tg.batch_norm (NHWC): mean must have shape [4] (one per channel of tensor<1x8x8x4xf32>), got [8]
+func.func @batch_norm_nhwc_param_shape(%x: tensor<1x8x8x4xf32>, %p: tensor<4xf32>, %m: tensor<8xf32>) {
+  %y = tg.batch_norm %x, %p, %p, %m, %p epsilon = 1.000000e-05 layout = "NHWC" : tensor<1x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32> -> tensor<1x8x8x4xf32>
+  func.return
+}

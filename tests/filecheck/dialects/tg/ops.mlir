@@ -234,3 +234,20 @@ func.func @fused(%x: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor
   // CHECK: func.return %y, %n : tensor<8xf32>, tensor<8xf32>
   func.return %y, %n : tensor<8xf32>, tensor<8xf32>
 }
+
+// Channels-last (NHWC) convolution, pools and batch norm: the layout property is
+// printed only when it is not the default NCHW. The NHWC weight is HWIO.
+// CHECK-LABEL: func.func @nhwc_layout
+func.func @nhwc_layout(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x4xf32>, %b: tensor<4xf32>, %xg: tensor<2x9x9x4xf32>, %wg: tensor<3x3x2x6xf32>, %y: tensor<1x8x8x4xf32>, %p: tensor<4xf32>) {
+  // CHECK: %conv = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>, tensor<4xf32>) -> tensor<1x8x8x4xf32>
+  %conv = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>, tensor<4xf32>) -> tensor<1x8x8x4xf32>
+  // CHECK: %grouped = tg.conv2d %xg, %wg strides = [1, 2] padding = [0, 1, 2, 0] dilation = [2, 2] groups = 2 layout = "NHWC" : (tensor<2x9x9x4xf32>, tensor<3x3x2x6xf32>) -> tensor<2x7x3x6xf32>
+  %grouped = tg.conv2d %xg, %wg strides = [1, 2] padding = [0, 1, 2, 0] dilation = [2, 2] groups = 2 layout = "NHWC" : (tensor<2x9x9x4xf32>, tensor<3x3x2x6xf32>) -> tensor<2x7x3x6xf32>
+  // CHECK: %max = tg.max_pool2d %y kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  %max = tg.max_pool2d %y kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  // CHECK: %avg = tg.avg_pool2d %y kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] count_include_pad layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  %avg = tg.avg_pool2d %y kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] count_include_pad layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  // CHECK: %bn = tg.batch_norm %y, %p, %p, %p, %p epsilon = 1.000000e-05 layout = "NHWC" : tensor<1x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x8x8x4xf32>
+  %bn = tg.batch_norm %y, %p, %p, %p, %p epsilon = 1.000000e-05 layout = "NHWC" : tensor<1x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x8x8x4xf32>
+  func.return
+}

@@ -1,0 +1,104 @@
+"""The analysis half of ``layout``: which ops prefer NHWC, and the chains they form.
+
+A *chain* is a maximal set of ops of one block, connected producer→consumer, made of
+
+- **anchors**: NCHW ``tg.conv2d``, ``tg.max_pool2d`` and ``tg.avg_pool2d`` whose
+  heuristic (:func:`prefers_nhwc`) says NHWC;
+- **layout-agnostic ops**: elementwise ops with a rank-4 result (``relu``, a bias
+  ``add`` of a ``[C, 1, 1]`` tensor, a residual ``add`` of two chain values, ...)
+  and rank-4 NCHW ``tg.batch_norm``.
+
+Every other op stops a chain: an op it does not understand, an anchor whose
+heuristic says NCHW, an op already in NHWC, anything inside a ``tg.fused``. A chain
+is converted only when it holds a convolution: pools and elementwise ops alone gain
+less than the two boundary transposes cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Block, Operation
+
+from qidao.dialects import tg
+from qidao.dialects.tg.linalg import NCHW
+from qidao.dialects.tg.types import shape_of
+
+MIN_VECTOR_CHANNELS = 4
+"""The fewest channels in the innermost (vectorized) loop for which an NHWC kernel is
+chosen. Measured through the pass (``layout.py``'s docstring): from 4 output
+channels on NHWC won by 1.9x to 20x and more; at 2 by 1.1x to 1.9x, at 1 not at
+all."""
+
+
+def prefers_nhwc(op: Operation) -> bool:
+    """The heuristic: NHWC when the loop the NHWC kernel vectorizes is at least
+    ``MIN_VECTOR_CHANNELS`` long.
+
+    That loop is the output channels of one group (``F / groups``) for a
+    convolution, the channels ``C`` for a pool. Depthwise convolutions
+    (``F / groups = 1``) and narrow heads (``F < 4``) stay NCHW.
+    """
+    if isinstance(op, tg.Conv2dOp):
+        f_out = shape_of(op.weight.type)[0]
+        return f_out // op.groups.value.data >= MIN_VECTOR_CHANNELS
+    if isinstance(op, tg.Pool2dOp):
+        return shape_of(op.input.type)[1] >= MIN_VECTOR_CHANNELS
+    return False
+
+
+def is_anchor(op: Operation) -> bool:
+    """An NCHW convolution or pool whose heuristic says NHWC."""
+    return (
+        isinstance(op, tg.Conv2dOp | tg.Pool2dOp)
+        and op.data_layout() == NCHW
+        and prefers_nhwc(op)
+    )
+
+
+def is_layout_agnostic(op: Operation) -> bool:
+    """An op that computes the same in either layout once its operands are permuted:
+    a rank-4 elementwise op, or an NCHW rank-4 batch norm."""
+    if isinstance(op, tg.UnaryElementwiseOp | tg.BinaryElementwiseOp):
+        return len(shape_of(op.results[0].type)) == 4
+    if isinstance(op, tg.BatchNormOp):
+        return op.data_layout() == NCHW and len(shape_of(op.input.type)) == 4
+    return False
+
+
+@dataclass
+class Chain:
+    """Ops to convert to NHWC together, in block order."""
+
+    ops: list[Operation]
+
+    def has_conv(self) -> bool:
+        return any(isinstance(op, tg.Conv2dOp) for op in self.ops)
+
+
+def find_chains(block: Block) -> list[Chain]:
+    """The chains of ``block`` that hold a convolution, ordered by their first op.
+
+    Members are anchors and layout-agnostic ops; two members are in one chain when
+    one uses a result of the other (union-find over the producer→consumer edges).
+    """
+    members = [op for op in block.ops if is_anchor(op) or is_layout_agnostic(op)]
+    parent: dict[Operation, Operation] = {op: op for op in members}
+
+    def root(op: Operation) -> Operation:
+        while parent[op] is not op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    for op in members:
+        for operand in op.operands:
+            producer = operand.owner
+            if isinstance(producer, Operation) and producer in parent:
+                parent[root(producer)] = root(op)
+
+    groups: dict[Operation, list[Operation]] = {}
+    for op in members:  # block order, so each group is in block order too
+        groups.setdefault(root(op), []).append(op)
+    chains = [Chain(ops) for ops in groups.values()]
+    return [chain for chain in chains if chain.has_conv()]

@@ -1,0 +1,259 @@
+"""The ``layout`` pass and the NHWC kernels, against PyTorch.
+
+Each graph is built with the builder in NCHW, compiled as it is and again after the
+``layout`` pass; both runs must match ``torch.nn.functional``. The pass must also
+have fired (or not) as its rules say, and running it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+
+import qidao
+from qidao.compiler.context import make_context, make_pass
+from qidao.dialects import tg
+from qidao.frontend.builder import Graph, Value
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape: int) -> np.ndarray[Any, Any]:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def with_layout(module: ModuleOp) -> ModuleOp:
+    out = module.clone()
+    make_pass("layout").apply(make_context(), out)
+    out.verify()
+    return out
+
+
+def nhwc_ops(module: ModuleOp) -> list[str]:
+    return [
+        op.name
+        for op in module.walk()
+        if getattr(op, "layout", None) is not None and op.name.startswith("tg.")
+    ]
+
+
+def transposes(module: ModuleOp) -> int:
+    return sum(isinstance(op, tg.TransposeOp) for op in module.walk())
+
+
+def check(
+    build: Callable[..., Value],
+    inputs: dict[str, np.ndarray[Any, Any]],
+    reference: Callable[..., Any],
+    fires: bool = True,
+) -> ModuleOp:
+    """Compile the graph before and after ``layout``; both must match PyTorch."""
+    g = Graph("main")
+    values = {name: g.input(name, a.shape) for name, a in inputs.items()}
+    g.output(build(g, **values))
+    before = g.module()
+    after = with_layout(before)
+    assert bool(nhwc_ops(after)) == fires, str(after)
+    expected = reference(*(torch.from_numpy(a) for a in inputs.values())).numpy()
+    for module in (before, after):
+        (got,) = qidao.compile(module)(*inputs.values())
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    again = with_layout(after)
+    assert str(again) == str(after), "a second run of layout changed the IR"
+    return after
+
+
+# --- convolutions --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("c", "f", "size", "stride", "padding", "dilation"),
+    [
+        (3, 16, 9, 1, 1, 1),
+        (8, 8, 7, 2, 0, 1),
+        (16, 24, 8, 1, 2, 2),
+        (5, 12, 6, 2, 1, 1),
+    ],
+)
+def test_conv_relu_conv_chain(
+    c: int, f: int, size: int, stride: int, padding: int, dilation: int
+) -> None:
+    w1, b1, w2 = rand(f, c, 3, 3), rand(f), rand(f, f, 1, 1)
+
+    def build(g: Graph, x: Value) -> Value:
+        y = g.conv2d(x, w1, b1, strides=stride, padding=padding, dilation=dilation)
+        return g.conv2d(g.relu(y), w2)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        y = F.conv2d(x, t(w1), t(b1), stride=stride, padding=padding, dilation=dilation)
+        return F.conv2d(F.relu(y), t(w2))
+
+    after = check(build, {"x": rand(2, c, size, size)}, reference)
+    assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d"]
+    # one transpose in, one out; the constant weights were re-laid-out directly
+    assert transposes(after) == 2
+
+
+def test_weights_as_inputs_and_bias_broadcast() -> None:
+    """Weights that are graph inputs get a transpose + contiguous copy; a ``[C, 1, 1]``
+    bias added after the conv becomes a ``[C]`` view."""
+    inputs = {"x": rand(1, 8, 6, 6), "w": rand(16, 8, 3, 3), "b": rand(16, 1, 1)}
+
+    def build(g: Graph, x: Value, w: Value, b: Value) -> Value:
+        return g.relu(g.conv2d(x, w, padding=1) + b)
+
+    def reference(x: Any, w: Any, b: Any) -> Any:
+        return F.relu(F.conv2d(x, w, padding=1) + b)
+
+    after = check(build, inputs, reference)
+    assert any(isinstance(op, tg.ContiguousOp) for op in after.walk())
+    views = [op for op in after.walk() if isinstance(op, tg.ViewOp)]
+    assert [tuple(op.result.type.get_shape()) for op in views] == [(16,)]
+
+
+def test_residual_block_with_batch_norm_and_pools() -> None:
+    c = 16
+    w1, w2 = rand(c, c, 3, 3), rand(c, c, 3, 3)
+    scale, shift, mean = rand(c), rand(c), rand(c)
+    var = np.abs(rand(c)) + 0.5
+
+    def build(g: Graph, x: Value) -> Value:
+        y = g.max_pool2d(x, 2)
+        z = g.batch_norm(g.conv2d(y, w1, padding=1), scale, shift, mean, var)
+        z = g.relu(g.conv2d(g.relu(z), w2, padding=1) + y)
+        return g.avg_pool2d(z, 3, 2, 1)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        y = F.max_pool2d(x, 2)
+        z = F.batch_norm(
+            F.conv2d(y, t(w1), padding=1), t(mean), t(var), t(scale), t(shift)
+        )
+        z = F.relu(F.conv2d(F.relu(z), t(w2), padding=1) + y)
+        return F.avg_pool2d(z, 3, 2, 1, count_include_pad=False)
+
+    after = check(build, {"x": rand(1, c, 12, 12)}, reference)
+    assert sorted(nhwc_ops(after)) == [
+        "tg.avg_pool2d",
+        "tg.batch_norm",
+        "tg.conv2d",
+        "tg.conv2d",
+        "tg.max_pool2d",
+    ]
+    assert transposes(after) == 2
+
+
+def test_grouped_conv_in_nhwc() -> None:
+    """Two groups of 8 output channels: NHWC, with a group loop."""
+    w = rand(16, 4, 3, 3)
+
+    def build(g: Graph, x: Value) -> Value:
+        return g.conv2d(x, w, padding=1, groups=2)
+
+    def reference(x: Any) -> Any:
+        return F.conv2d(x, torch.from_numpy(w), padding=1, groups=2)
+
+    check(build, {"x": rand(1, 8, 5, 5)}, reference)
+
+
+@pytest.mark.parametrize(("f", "groups"), [(2, 1), (8, 8)])
+def test_must_not_fire_on_narrow_or_depthwise_conv(f: int, groups: int) -> None:
+    """F / groups < 4: the NHWC loop is too short to pay for the transposes."""
+    w = rand(f, 8 // groups, 3, 3)
+
+    def build(g: Graph, x: Value) -> Value:
+        return g.relu(g.conv2d(x, w, groups=groups))
+
+    def reference(x: Any) -> Any:
+        return F.relu(F.conv2d(x, torch.from_numpy(w), groups=groups))
+
+    check(build, {"x": rand(1, 8, 6, 6)}, reference, fires=False)
+
+
+def test_must_not_fire_on_pools_alone() -> None:
+    def build(g: Graph, x: Value) -> Value:
+        return g.relu(g.max_pool2d(x, 2))
+
+    def reference(x: Any) -> Any:
+        return F.relu(F.max_pool2d(x, 2))
+
+    check(build, {"x": rand(1, 16, 8, 8)}, reference, fires=False)
+
+
+def test_unknown_op_splits_the_chain() -> None:
+    """A softmax between two convs: two chains, each with its own boundaries."""
+    w1, w2 = rand(8, 8, 3, 3), rand(8, 8, 1, 1)
+
+    def build(g: Graph, x: Value) -> Value:
+        y = g.softmax(g.conv2d(x, w1, padding=1), axis=1)
+        return g.conv2d(y, w2)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        return F.conv2d(F.softmax(F.conv2d(x, t(w1), padding=1), dim=1), t(w2))
+
+    after = check(build, {"x": rand(1, 8, 5, 5)}, reference)
+    assert transposes(after) == 4
+
+
+def test_input_transposed_from_nhwc_cancels() -> None:
+    """A model that transposes its NHWC input to NCHW: the two transposes cancel,
+    and the conv reads the input as it is."""
+    w = rand(8, 3, 3, 3)
+
+    def build(g: Graph, x: Value) -> Value:
+        return g.conv2d(g.transpose(x, (0, 3, 1, 2)), w, padding=1)
+
+    def reference(x: Any) -> Any:
+        return F.conv2d(x.permute(0, 3, 1, 2), torch.from_numpy(w), padding=1)
+
+    after = check(build, {"x": rand(1, 6, 6, 3)}, reference)
+    assert transposes(after) == 1  # only the one back to NCHW
+
+
+# --- the NHWC kernels' loop order ----------------------------------------------------
+
+
+def loop_paths(module: ModuleOp) -> list[list[str]]:
+    """The names of the loops around each innermost loop, outermost first."""
+    paths: list[list[str]] = []
+    for op in module.walk():
+        if isinstance(op, affine.ForOp) and not any(
+            isinstance(inner, affine.ForOp) for inner in op.body.walk()
+        ):
+            path: list[str] = []
+            parent: Operation | None = op
+            while parent is not None:
+                if isinstance(parent, affine.ForOp):
+                    path.insert(0, parent.attributes["qd.loop"].data)  # type: ignore[attr-defined]
+                parent = parent.parent_op()
+            paths.append(path)
+    return paths
+
+
+def test_nhwc_conv_keeps_f_innermost() -> None:
+    g = Graph("main")
+    x = g.input("x", (1, 8, 6, 6))
+    g.output(g.conv2d(x, rand(16, 8, 3, 3), rand(16), padding=1))
+    paths = loop_paths(qidao.compile(with_layout(g.module())).module("affine"))
+    assert ["n", "oh", "ow", "f_init"] in paths
+    assert ["n", "oh", "ow", "kh", "kw", "c", "f"] in paths
+
+
+def test_nhwc_pool_keeps_c_innermost() -> None:
+    g = Graph("main")
+    x = g.input("x", (1, 8, 6, 6))
+    g.output(g.avg_pool2d(g.conv2d(x, rand(8, 8, 1, 1)), 3, 1, 1))
+    paths = loop_paths(qidao.compile(with_layout(g.module())).module("affine"))
+    assert ["n", "oh", "ow", "kh", "kw", "c"] in paths
+    assert ["n", "oh", "ow", "c_norm"] in paths
