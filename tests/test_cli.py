@@ -20,11 +20,54 @@ def test_compile_emits_each_stage(capsys: pytest.CaptureFixture[str]) -> None:
         assert needle in capsys.readouterr().out
 
 
+def _row(out: str, label: str) -> list[str]:
+    """The cells after ``label`` on its line of the side-by-side table."""
+    line = next(line for line in out.splitlines() if line.startswith(label))
+    return line[len(label) :].split()
+
+
 def test_compile_stats_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", "chain", "--stats"]) == 0
     out = capsys.readouterr().out
+    assert "graph mode (after the passes): 1 kernel" in out
+    assert "eager mode (before the passes): 5 kernels" in out
     assert "tg.mul+tg.add+tg.relu+tg.mul+tg.add" in out
-    assert "kernel launches per call : 1" in out
+    for op in ("tg.mul", "tg.add", "tg.relu"):
+        assert f"  {op}\n" in out  # eager: one op per kernel
+    assert _row(out, "per call") == ["eager", "graph"]
+    assert _row(out, "kernel launches per call") == ["5", "1"]
+    assert _row(out, "intermediate buffers") == ["4", "0"]
+    n = 1 << 20  # the chain's floats
+    assert _row(out, "peak intermediate bytes") == [f"{2 * 4 * n:,}", "0"]
+    assert _row(out, "intermediate traffic bytes") == [f"{4 * 2 * 4 * n:,}", "0"]
+    assert _row(out, "compile time (ms)") == ["eager", "graph"]
+    for stage in ("tg", "affine", "jit", "total"):
+        assert len(_row(out, stage)) == 2
+
+
+def test_compile_stats_without_fusion_shows_plan_memory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compile", "chain", "--stats", "--no-fuse"]) == 0
+    out = capsys.readouterr().out
+    assert _row(out, "kernel launches per call") == ["5", "5"]
+    assert _row(out, "intermediate buffers") == ["4", "1"]  # written in place
+
+
+def test_compile_mode_eager(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "chain", "--mode", "eager", "--emit", "tg"]) == 0
+    assert "tg.fused" not in capsys.readouterr().out
+    assert main(["compile", "chain", "--mode", "eager", "--emit", "affine"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("func.call @") == 5 and out.count("memref.alloc") == 4
+    with pytest.raises(SystemExit):
+        main(["compile", "book", "--mode", "lazy"])
+    assert "invalid choice: 'lazy'" in capsys.readouterr().err
+
+
+def test_run_mode_eager_gives_seven(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "book", "--mode", "eager"]) == 0
+    assert "[[7.]]" in capsys.readouterr().out
 
 
 def test_unknown_stage_fails_before_work(capsys: pytest.CaptureFixture[str]) -> None:

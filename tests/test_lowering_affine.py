@@ -319,17 +319,170 @@ def _raises(text: str, match: str) -> None:
         ConvertTgToAffinePass().apply(Context(), module)
 
 
-def test_fused_body_with_a_matmul_is_rejected() -> None:
+def test_fused_body_with_a_pool_is_rejected() -> None:
     _raises(
-        """func.func @main(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
-  %r = tg.fused %a : (tensor<2x2xf32>) -> tensor<2x2xf32> {
-  ^bb0(%x: tensor<2x2xf32>):
-    %m = tg.matmul %x, %x : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
-    tg.yield %m : tensor<2x2xf32>
+        """func.func @main(%a: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %r = tg.fused %a : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  ^bb0(%x: tensor<1x1x4x4xf32>):
+    %m = tg.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xf32>
+    tg.yield %m : tensor<1x1x2x2xf32>
   }
-  func.return %r : tensor<2x2xf32>
+  func.return %r : tensor<1x1x2x2xf32>
 }""",
-        "tg.fused body holds 'tg.matmul'",
+        "tg.fused body holds 'tg.max_pool2d'",
+    )
+
+
+# fusion groups: (graph arguments, body, result type, loop names of the kernel)
+GROUPS: dict[str, tuple[str, str, str, list[str]]] = {
+    "matmul+epilogue": (
+        "%a: tensor<5x2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<4xf32>",
+        """%m = tg.matmul %x, %y : (tensor<5x2x3xf32>, tensor<3x4xf32>) -> tensor<5x2x4xf32>
+    %s = tg.add %m, %z : (tensor<5x2x4xf32>, tensor<4xf32>) -> tensor<5x2x4xf32>
+    tg.yield %s : tensor<5x2x4xf32>""",
+        "tensor<5x2x4xf32>",
+        ["b0_init", "i_init", "j_init", "b0", "i", "k", "j", "j_epi"],
+    ),
+    "conv2d+epilogue": (
+        f"%a: {NCHW}, %b: tensor<4x1x3x3xf32>, %c: tensor<4x1x1xf32>",
+        f"""%m = tg.conv2d %x, %y strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 : ({NCHW}, tensor<4x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+    %s = tg.mul %m, %z : (tensor<1x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<1x4x3x3xf32>
+    %r = tg.relu %s : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+    tg.yield %r : tensor<1x4x3x3xf32>""",
+        "tensor<1x4x3x3xf32>",
+        ["n", "f", "oh", "ow", "c", "kh", "kw"],
+    ),
+    "rows": (
+        "%a: tensor<2x3x4xf32>, %b: tensor<4xf32>, %c: tensor<f32>",
+        """%m = tg.reduce_mean %x axes = [2] keepdims : tensor<2x3x4xf32> -> tensor<2x3x1xf32>
+    %d = tg.sub %x, %m : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
+    %e = tg.exp %d : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+    %s = tg.reduce_sum %e axes = [2] keepdims : tensor<2x3x4xf32> -> tensor<2x3x1xf32>
+    %t = tg.add %s, %z : (tensor<2x3x1xf32>, tensor<f32>) -> tensor<2x3x1xf32>
+    %q = tg.div %e, %t : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
+    %r = tg.mul %q, %y : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+    tg.yield %r : tensor<2x3x4xf32>""",
+        "tensor<2x3x4xf32>",
+        ["i0", "i1", "r_mean", "r_sum", "r_out"],
+    ),
+    "rows, two axes": (
+        "%a: tensor<2x3x4xf32>, %b: tensor<4xf32>, %c: tensor<f32>",
+        """%m = tg.reduce_max %x axes = [1, 2] : tensor<2x3x4xf32> -> tensor<2xf32>
+    %n = tg.reduce_max %x axes = [-2, -1] keepdims : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+    %d = tg.sub %x, %n : (tensor<2x3x4xf32>, tensor<2x1x1xf32>) -> tensor<2x3x4xf32>
+    %s = tg.reduce_sum %d axes = [1, 2] keepdims : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+    %u = tg.add %s, %z : (tensor<2x1x1xf32>, tensor<f32>) -> tensor<2x1x1xf32>
+    %v = tg.mul %d, %y : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+    tg.yield %m, %u, %v : tensor<2xf32>, tensor<2x1x1xf32>, tensor<2x3x4xf32>""",
+        "tensor<2xf32>, tensor<2x1x1xf32>, tensor<2x3x4xf32>",
+        [
+            "i0",
+            "r_max_d0",
+            "r_max_d1",
+            "r_max2_d0",
+            "r_max2_d1",
+            "r_sum_d0",
+            "r_sum_d1",
+            "r_out_d0",
+            "r_out_d1",
+        ],
+    ),
+}
+
+
+def _group_module(name: str) -> ModuleOp:
+    args, body, result, _ = GROUPS[name]
+    types = [a.split(": ")[1] for a in args.split(", %")]
+    results = result.split(", ")
+    n = len(results)
+    returned = ", ".join(f"%r#{i}" for i in range(n)) if n > 1 else "%r"
+    bind = f"%r:{n}" if n > 1 else "%r"
+    return parse(
+        f"""func.func @main({args}) -> ({result}) {{
+  {bind} = tg.fused %a, %b, %c : ({", ".join(types)}) -> {result} {{
+  ^bb0(%x: {types[0]}, %y: {types[1]}, %z: {types[2]}):
+    {body}
+  }}
+  func.return {returned} : {result}
+}}"""
+    )
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
+def test_fusion_group_is_one_kernel_with_named_loops(name: str) -> None:
+    module = _group_module(name)
+    module.verify()
+    ConvertTgToAffinePass().apply(Context(), module)
+    module.verify()
+    (kernel,) = kernels(module)
+    assert loop_names(kernel) == GROUPS[name][3]
+    for op in kernel.body.walk():
+        assert isinstance(op, ALLOWED_IN_KERNELS), f"{op.name} in {name}"
+
+
+def _fused_matmul(prologue: str, on: str) -> str:
+    lhs = "%e" if on == "lhs" else "%x"
+    rhs = "%e" if on == "rhs" else "%y"
+    return f"""func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x3xf32> {{
+  %r = tg.fused %a, %b : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32> {{
+  ^bb0(%x: tensor<2x3xf32>, %y: tensor<3x3xf32>):
+    %e = {prologue}
+    %m = tg.matmul {lhs}, {rhs} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    tg.yield %m : tensor<2x3xf32>
+  }}
+  func.return %r : tensor<2x3xf32>
+}}"""
+
+
+def test_fused_rhs_prologue_is_rejected() -> None:
+    _raises(
+        _fused_matmul("tg.exp %y : tensor<3x3xf32> -> tensor<3x3xf32>", "rhs"),
+        "prologue on the rhs",
+    )
+
+
+def test_fused_conv_input_prologue_is_rejected() -> None:
+    _raises(
+        f"""func.func @main(%a: {NCHW}, %b: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {{
+  %r = tg.fused %a, %b : ({NCHW}, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {{
+  ^bb0(%x: {NCHW}, %y: tensor<4x2x3x3xf32>):
+    %e = tg.exp %x : {NCHW} -> {NCHW}
+    %m = tg.conv2d %e, %y strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : ({NCHW}, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+    tg.yield %m : tensor<1x4x3x3xf32>
+  }}
+  func.return %r : tensor<1x4x3x3xf32>
+}}""",
+        "conv2d prologue would be recomputed",
+    )
+
+
+def test_fused_row_group_over_leading_axis_is_rejected() -> None:
+    _raises(
+        """func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = tg.fused %a : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%x: tensor<4x8xf32>):
+    %m = tg.reduce_max %x axes = [0] keepdims : tensor<4x8xf32> -> tensor<1x8xf32>
+    %d = tg.sub %x, %m : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+    tg.yield %d : tensor<4x8xf32>
+  }
+  func.return %r : tensor<4x8xf32>
+}""",
+        "must reduce the trailing axes",
+    )
+
+
+def test_fused_row_group_with_right_aligned_broadcast_is_rejected() -> None:
+    _raises(
+        """func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = tg.fused %a : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%x: tensor<4x4xf32>):
+    %s = tg.reduce_sum %x axes = [1] : tensor<4x4xf32> -> tensor<4xf32>
+    %d = tg.sub %x, %s : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+    tg.yield %d : tensor<4x4xf32>
+  }
+  func.return %r : tensor<4x4xf32>
+}""",
+        "only through keepdims",
     )
 
 

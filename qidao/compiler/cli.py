@@ -2,7 +2,8 @@
 
     qidao tour                      # the book's relu(x·w + b): every level, run, timing
     qidao compile MODEL --emit affine
-    qidao compile MODEL --stats
+    qidao compile MODEL --stats     # kernels, launches, buffers, bytes: eager vs graph
+    qidao compile MODEL --mode eager --emit affine
     qidao run MODEL --inputs in.npz --save out.npz
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
 
@@ -46,12 +47,14 @@ def _compile(model: str, debug: int | None, **options: Any) -> Any:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    compiled = _compile(args.model, args.debug, fuse=not args.no_fuse)
     if args.stats:
         from qidao.compiler.explain import stats_table
 
-        print(stats_table(compiled))
+        graph = _compile(args.model, args.debug, mode="graph", fuse=not args.no_fuse)
+        eager = _compile(args.model, args.debug, mode="eager")
+        print(stats_table(graph, eager))
         return 0
+    compiled = _compile(args.model, args.debug, mode=args.mode, fuse=not args.no_fuse)
     text = compiled.ir(args.emit)
     if args.output:
         Path(args.output).write_text(text)
@@ -79,7 +82,7 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    compiled = _compile(args.model, args.debug)
+    compiled = _compile(args.model, args.debug, mode=args.mode)
     inputs = _inputs(args, compiled)
     outputs = compiled(*inputs)
     for spec, out in zip(compiled.outputs, outputs, strict=True):
@@ -125,6 +128,17 @@ def _version() -> str:
     return f"qidao {qidao.__version__} (xdsl {version('xdsl')}, llvmlite {version('llvmlite')})"
 
 
+def _mode_argument(p: argparse.ArgumentParser) -> None:
+    from qidao.compiler.compile import MODES
+
+    p.add_argument(
+        "--mode",
+        default="graph",
+        choices=MODES,
+        help="graph: the optimized pipeline (default); eager: one kernel per tg op",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qidao",
@@ -158,8 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--emit", default="tg", choices=STAGE_NAMES, help="the stage to print"
     )
     p.add_argument(
-        "--stats", action="store_true", help="print the kernel/buffer table instead"
+        "--stats",
+        action="store_true",
+        help="print the kernels, launches, buffers and bytes of eager and graph mode "
+        "side by side, and the compile time per stage, instead",
     )
+    _mode_argument(p)
     p.add_argument("--no-fuse", action="store_true", help="skip the fusion pass")
     p.add_argument("-o", "--output", help="write the stage to this file")
     p.set_defaults(run=cmd_compile)
@@ -169,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", help=".npz with one array per graph input name")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     p.add_argument("--save", help="write the outputs to this .npz")
+    _mode_argument(p)
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("bench", help="time built-in workloads against PyTorch eager")

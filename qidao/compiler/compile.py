@@ -3,7 +3,17 @@
 compiled = qidao.compile(model)          # ONNX, .onnx/.mlir path, builder Graph
 y, = compiled(x)                         # NumPy in, NumPy out
 print(compiled.ir("affine"))             # any stage of the tower
-compiled.stats                           # kernels, buffers, peak bytes, times
+compiled.stats                           # kernels, buffers, peak/traffic bytes, times
+qidao.compile(model, mode="eager")       # every tg op its own kernel and buffer
+
+Two modes pick which passes of the pipeline (``pipeline.STAGES``) run:
+
+- ``graph`` (default): all of them, the optimized program.
+- ``eager``: none of the graph passes (``GRAPH_PASSES``: fold-constants, simplify,
+  cse, dce, layout, fuse, plan-memory) in the graph-level stages (``GRAPH_STAGES``:
+  those before ``scf``), so every tg op runs as its own kernel into its own buffer,
+  the define-by-run picture. Every other pass (the lowerings, expand-math, the
+  ``dce`` that cleans up the llvm dialect) runs in both modes.
 """
 
 from __future__ import annotations
@@ -14,10 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func, memref
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -27,13 +36,31 @@ from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import debug_level, emit
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model
-from qidao.compiler.pipeline import STAGES, check_stage
+from qidao.compiler.pipeline import STAGES, Stage, check_stage
 from qidao.dialects.tg.types import dtype_name, is_row_major
+from qidao.passes.plan_memory import memory_stats
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
 
 ENTRY = "main"
 _OPTIONS: dict[str, Any] = {"fuse": True, "opt_level": 3, "debug": None}
+
+MODES: tuple[str, ...] = ("graph", "eager")
+"""``graph``: the whole optimized pipeline; ``eager``: one kernel per tg op."""
+
+GRAPH_PASSES = frozenset(
+    {"fold-constants", "simplify", "cse", "dce", "layout", "fuse", "plan-memory"}
+)
+"""Passes that optimize the whole graph: eager mode skips them in GRAPH_STAGES."""
+
+_SCF = [s.name for s in STAGES].index("scf")
+GRAPH_STAGES = frozenset(s.name for s in STAGES[:_SCF])
+"""The stages before loops are lowered (``scf``): their IR is still the graph (tg)
+or its host program (affine). Later stages' passes (the ``dce`` that cleans up the
+llvm dialect) run in both modes."""
+
+HOST_STAGE = STAGES[_SCF - 1].name
+"""The last stage before ``scf``: its host program is what ``compiled.stats`` counts."""
 
 
 class Compiled:
@@ -46,7 +73,9 @@ class Compiled:
         jit: JitModule,
         native: NativeFunction,
         stats: dict[str, Any],
+        mode: str = "graph",
     ) -> None:
+        self.mode = mode
         self._stage_ir = stage_ir
         self._llvm_ir = llvm_ir
         self._jit = jit
@@ -87,13 +116,17 @@ class Compiled:
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {list(s.shape)}" for s in self.inputs)
         outs = ", ".join(f"{list(s.shape)}" for s in self.outputs)
-        return f"<qidao.Compiled ({ins}) -> ({outs}), {self.stats['kernels']} kernels>"
+        return (
+            f"<qidao.Compiled ({ins}) -> ({outs}), {self.mode} mode, "
+            f"{self.stats['kernels']} kernels>"
+        )
 
 
 def compile(
     model: Any,
     target: str = "cpu",
     threads: int | None = None,
+    mode: str = "graph",
     **options: Any,
 ) -> Compiled:
     """Compile ``model`` for ``target`` and return a callable :class:`Compiled`.
@@ -101,12 +134,15 @@ def compile(
     ``model`` is an ``onnx.ModelProto``, a path to a ``.onnx`` or ``.mlir`` file, a
     ``qidao.frontend.builder.Graph`` or a tg ``ModuleOp``. ``threads`` caps the CPU
     threads the kernels may use (default: all cores; the spine's kernels are serial
-    loop nests until schedules add parallel loops). Options: ``fuse`` (default True)
-    runs the fusion pass; ``opt_level`` (0-3, default 3) is LLVM's; ``debug`` (0-4)
-    prints stages, IR and timings to stderr (see ``qidao.compiler.debug``).
+    loop nests until schedules add parallel loops). ``mode`` is ``"graph"`` (the
+    optimized pipeline) or ``"eager"`` (one kernel and one buffer per tg op; see
+    ``MODES``). Options: ``fuse`` (default True) runs the fusion pass in graph mode;
+    ``opt_level`` (0-3, default 3) is LLVM's; ``debug`` (0-4) prints stages, IR and
+    timings to stderr (see ``qidao.compiler.debug``).
     """
     if target != "cpu":
         raise ValueError(f"target '{target}' is not supported yet; use target='cpu'")
+    check_mode(mode)
     cores = os.cpu_count() or 1
     if threads is None:
         threads = cores
@@ -125,7 +161,9 @@ def compile(
     module = load_model(model)
     seconds["import"] = time.perf_counter() - start
     inputs, outputs = _signature(module)
-    stage_ir = lower(module, fuse=bool(settings["fuse"]), seconds=seconds, debug=level)
+    stage_ir = lower(
+        module, fuse=bool(settings["fuse"]), seconds=seconds, debug=level, mode=mode
+    )
     start = time.perf_counter()
     llvm_ir = llvm_ir_text(module)
     seconds["emit-llvm"] = time.perf_counter() - start
@@ -134,8 +172,8 @@ def compile(
     jit = jit_compile(llvm_ir + trampoline, opt_level=int(settings["opt_level"]))
     native = NativeFunction(jit, ENTRY, inputs, outputs)
     seconds["jit"] = time.perf_counter() - start
-    stats = {
-        **host_stats(stage_ir["affine"]),
+    stats: dict[str, Any] = {
+        **host_stats(stage_ir[HOST_STAGE]),
         "threads": min(threads, cores),
         "compile_seconds": seconds,
     }
@@ -147,11 +185,34 @@ def compile(
     if level >= 1:
         emit(
             "stats",
-            f"{stats['kernels']} kernel(s), {stats['buffers']} buffer(s), peak "
-            f"{stats['peak_bytes']:,} bytes; "
+            f"{mode} mode: {stats['kernels']} kernel(s), {stats['buffers']} "
+            f"buffer(s), peak {stats['peak_bytes']:,} bytes, traffic "
+            f"{stats['traffic_bytes']:,} bytes; "
             + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()),
         )
-    return Compiled(stage_ir, llvm_ir, jit, native, stats)
+    return Compiled(stage_ir, llvm_ir, jit, native, stats, mode)
+
+
+def check_mode(mode: object) -> str:
+    """``mode`` if it is one of ``MODES``, else a ValueError listing them."""
+    if mode not in MODES:
+        raise ValueError(
+            f"unknown mode {mode!r}; the modes are: {', '.join(MODES)} "
+            "(graph: the optimized pipeline; eager: one kernel per tg op)"
+        )
+    assert isinstance(mode, str)
+    return mode
+
+
+def stage_passes(stage: Stage, mode: str = "graph", fuse: bool = True) -> list[str]:
+    """The passes of ``stage`` that run in ``mode`` (``fuse=False`` drops fuse)."""
+    check_mode(mode)
+    names = list(stage.passes)
+    if not fuse:
+        names = [n for n in names if n != "fuse"]
+    if mode == "eager" and stage.name in GRAPH_STAGES:
+        names = [n for n in names if n not in GRAPH_PASSES]
+    return names
 
 
 def lower(
@@ -159,17 +220,17 @@ def lower(
     fuse: bool = True,
     seconds: dict[str, float] | None = None,
     debug: int = 0,
+    mode: str = "graph",
 ) -> dict[str, ModuleOp]:
     """Run every IR stage in place; return a snapshot of the module after each."""
+    check_mode(mode)
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
     if debug >= 2:
         emit("input", str(module))
     for stage in STAGES:
         start = time.perf_counter()
-        for name in stage.passes:
-            if name == "fuse" and not fuse:
-                continue
+        for name in stage_passes(stage, mode, fuse):
             make_pass(name).apply(ctx, module)
             try:
                 module.verify()
@@ -228,24 +289,6 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 def host_stats(affine: ModuleOp) -> dict[str, int]:
-    """Kernel launches, intermediate buffers and their peak live bytes, per call."""
-    host = entry_function(affine)
-    kernels = buffers = live = peak = 0
-    sizes: dict[object, int] = {}
-    for op in host.body.walk():
-        if isinstance(op, func.CallOp):
-            kernels += 1
-        elif isinstance(op, memref.AllocOp):
-            t = op.memref.type
-            assert isinstance(t, MemRefType)
-            size = (
-                int(np.prod(t.get_shape()))
-                * np.dtype(dtype_name(t.get_element_type())).itemsize
-            )
-            sizes[op.memref] = size
-            buffers += 1
-            live += size
-            peak = max(peak, live)
-        elif isinstance(op, memref.DeallocOp):
-            live -= sizes.get(op.memref, 0)
-    return {"kernels": kernels, "buffers": buffers, "peak_bytes": peak}
+    """Per call: kernel launches, intermediate buffers, their peak live bytes and
+    their traffic (see ``qidao.passes.plan_memory.memory_stats``)."""
+    return memory_stats(affine, entry_function(affine))

@@ -1,14 +1,25 @@
-"""Tables that explain a compiled model: its kernels, launches and buffers."""
+"""Tables that explain a compiled model: its kernels, launches, buffers and bytes.
+
+``stats_table(graph, eager)`` puts the two modes side by side: what the graph passes
+(fusion, memory planning, ...) saved over running every tg op as its own kernel.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 
 if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled
+
+_ROWS = (
+    ("kernels", "kernel launches per call"),
+    ("buffers", "intermediate buffers"),
+    ("peak_bytes", "peak intermediate bytes"),
+    ("traffic_bytes", "intermediate traffic bytes"),
+)
 
 
 def kernel_rows(compiled: Compiled) -> list[tuple[str, str]]:
@@ -32,18 +43,55 @@ def kernel_rows(compiled: Compiled) -> list[tuple[str, str]]:
     ]
 
 
-def stats_table(compiled: Compiled) -> str:
-    s = compiled.stats
+def kernel_table(compiled: Compiled) -> list[str]:
     lines = [f"{'#':>3}  {'kernel':<28} ops", f"{'-' * 3}  {'-' * 28} {'-' * 30}"]
     for i, (name, ops) in enumerate(kernel_rows(compiled)):
         lines.append(f"{i:>3}  {name:<28} {ops}")
+    return lines
+
+
+def stats_table(compiled: Compiled, eager: Compiled | None = None) -> str:
+    """The kernel table and the counts of ``compiled``; with ``eager`` (the same
+    model compiled with ``mode="eager"``), both modes side by side."""
+    if eager is None:
+        return _one_mode(compiled)
+    lines = [f"graph mode (after the passes): {_kernels(compiled)}"]
+    lines += kernel_table(compiled)
+    lines += ["", f"eager mode (before the passes): {_kernels(eager)}"]
+    lines += kernel_table(eager)
+    lines += ["", f"{'per call':<28} {'eager':>14} {'graph':>14}"]
+    for key, label in _ROWS:
+        lines.append(f"{label:<28} {eager.stats[key]:>14,} {compiled.stats[key]:>14,}")
+    lines += ["", f"{'compile time (ms)':<28} {'eager':>14} {'graph':>14}"]
+    before, after = eager.stats["compile_seconds"], compiled.stats["compile_seconds"]
+    for stage in list(after) + [s for s in before if s not in after]:
+        lines.append(f"{stage:<28} {_ms(before, stage):>14} {_ms(after, stage):>14}")
+    lines.append(f"{'total':<28} {_ms_total(before):>14} {_ms_total(after):>14}")
+    return "\n".join(lines)
+
+
+def _one_mode(compiled: Compiled) -> str:
+    s = compiled.stats
+    lines = kernel_table(compiled)
     lines.append("")
-    lines.append(f"kernel launches per call : {s['kernels']}")
-    lines.append(f"intermediate buffers     : {s['buffers']}")
-    lines.append(f"peak intermediate bytes  : {s['peak_bytes']:,}")
+    for key, label in _ROWS:
+        lines.append(f"{label:<26} : {s[key]:,}")
     secs = s["compile_seconds"]
     lines.append(
-        "compile time             : "
+        f"{'compile time':<26} : "
         + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in secs.items())
     )
     return "\n".join(lines)
+
+
+def _kernels(compiled: Compiled) -> str:
+    n = compiled.stats["kernels"]
+    return f"{n} kernel{'s' if n != 1 else ''}"
+
+
+def _ms(seconds: dict[str, Any], stage: str) -> str:
+    return f"{seconds[stage] * 1e3:.1f}" if stage in seconds else "-"
+
+
+def _ms_total(seconds: dict[str, Any]) -> str:
+    return f"{sum(seconds.values()) * 1e3:.1f}"

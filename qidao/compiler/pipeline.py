@@ -6,8 +6,8 @@
 | stage          | what the IR is                                   | made by            |
 |----------------|--------------------------------------------------|--------------------|
 | ``input``      | the tg graph as imported                         | a frontend         |
-| ``tg``         | the tg graph after graph passes                  | fuse               |
-| ``affine``     | host function + one named loop nest per kernel   | convert-tg-to-affine |
+| ``tg``         | the tg graph after graph passes                  | fold-constants, simplify, cse, layout, dce, fuse |
+| ``affine``     | host function + one named loop nest per kernel   | convert-tg-to-affine, plan-memory |
 | ``scf``        | structured loops (scf.for) over index math       | expand-math, lower-affine |
 | ``cf``         | basic blocks and branches                        | convert-scf-to-cf  |
 | ``llvm-dialect`` | xDSL's llvm dialect, bare-pointer memrefs      | convert-to-llvm, reconcile-unrealized-casts, dce |
@@ -30,8 +30,16 @@ class Stage:
 
 STAGES: tuple[Stage, ...] = (
     Stage("input", (), "the tg graph as imported"),
-    Stage("tg", ("fuse",), "the tg graph after graph passes"),
-    Stage("affine", ("convert-tg-to-affine",), "one named affine loop nest per kernel"),
+    Stage(
+        "tg",
+        ("fold-constants", "simplify", "cse", "layout", "dce", "fuse"),
+        "the tg graph after graph passes",
+    ),
+    Stage(
+        "affine",
+        ("convert-tg-to-affine", "plan-memory"),
+        "one named affine loop nest per kernel, buffers planned",
+    ),
     Stage(
         "scf",
         ("expand-math", "lower-affine"),

@@ -3,10 +3,14 @@
 One nest ``n, f, oh, ow, c, kh, kw``: the reduction loops ``c, kh, kw`` carry the sum
 as iter_args; padding is an ``affine.if`` around the read (only the bounds that can
 fail are tested); groups pick the input channel
-``(f floordiv (F / groups)) * (C / groups) + c``; the bias is added last.
+``(f floordiv (F / groups)) * (C / groups) + c``; the bias is added last. A fused
+epilogue (``tg.fused``, see ``_tg_lower_fused.py``) then maps the finished sum, still
+in a register, to the stored value.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
@@ -25,12 +29,25 @@ from qidao.passes._tg_lower_common import (
     shape,
 )
 from qidao.passes._tg_lower_constants import ConstantPool
+from qidao.passes._tg_lower_conv_nhwc import lower_conv2d_nhwc
+
+Epilogue = Callable[[SSAValue, list[SSAValue]], SSAValue]
+"""``f(total, [n, f, oh, ow] ivs)``: the value stored for one output element."""
 
 
 def lower_conv2d(
     op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
 ) -> None:
     assert isinstance(op, tg.Conv2dOp)
+    emit_conv2d(op, k, sources, epilogue=None)
+
+
+def emit_conv2d(
+    op: tg.Conv2dOp, k: Kernel, sources: list[Source], epilogue: Epilogue | None
+) -> None:
+    if op.data_layout() == "NHWC":  # channels last: _tg_lower_conv_nhwc.py
+        lower_conv2d_nhwc(op, k, sources, epilogue=epilogue)
+        return
     em = k.em
     x, w = sources[0], sources[1]
     bias = sources[2] if op.bias is not None else None
@@ -67,4 +84,6 @@ def lower_conv2d(
         (total,) = em.accumulate(["c", "kh", "kw"], [cg, kh, kw], [zero], step, outer)
         if bias is not None:
             total = em.addf(total, em.load(bias, outer, [dim(1)]))
+        if epilogue is not None:
+            total = epilogue(total, outer)
         em.store(total, out, outer, [dim(d) for d in range(4)])

@@ -5,9 +5,12 @@ of the result at the loop index is computed by walking the op tree back to the
 kernel's inputs (:class:`PointwiseEvaluator`), so intermediates stay in registers.
 Broadcast operands read with their size-1 and missing dimensions pinned to 0.
 
-Accepted inside a ``tg.fused`` body: binary and unary elementwise ops, the views
-``tg.transpose``, ``tg.broadcast``, ``tg.view``, ``tg.reshape`` and
-``tg.contiguous`` (on any value: they only change how loads index), and
+A ``tg.fused`` group of elementwise ops lowers here (``lower_pointwise_group``; the
+matmul, conv2d and row groups in ``_tg_lower_fused.py`` reuse the evaluator for
+their prologues and epilogues). Accepted inside such a body: binary and unary
+elementwise ops, the views ``tg.transpose``, ``tg.broadcast``, ``tg.view``,
+``tg.reshape`` and ``tg.contiguous`` (on any value: they only change how loads
+index), and
 ``tg.constant`` (a splat becomes ``arith.constant``; any other constant is read
 from a ``memref.global`` with ``memref.get_global`` in the kernel). Anything else
 raises :class:`TgLoweringError`. All results of one group must share a shape.
@@ -65,11 +68,19 @@ _UNARY: dict[type[Operation], Callable[[Emitter, SSAValue], SSAValue]] = {
     tg.ReluOp: lambda em, x: em.maxf(x, em.constant(0.0, x.type)),
 }
 
+ELEMENTWISE_OPS: tuple[type[Operation], ...] = (*_BINARY, *_UNARY)
+"""The ops the evaluator computes elementwise (views and constants aside)."""
+
 _VIEWS = (tg.TransposeOp, tg.BroadcastOp, tg.ViewOp, tg.ReshapeOp, tg.ContiguousOp)
 
 
 class PointwiseEvaluator:
-    """Computes a tensor value's element at an affine index inside a loop nest."""
+    """Computes a tensor value's element at an affine index inside a loop nest.
+
+    ``known`` maps values already computed as scalars for the element at hand (a
+    matmul/conv accumulator, a row's reduction result) to those scalars; they are
+    used whatever the index (the caller guarantees they do not vary with it).
+    """
 
     def __init__(
         self,
@@ -77,14 +88,18 @@ class PointwiseEvaluator:
         ivs: Sequence[SSAValue],
         sources: dict[SSAValue, Source],
         pool: ConstantPool,
+        known: dict[SSAValue, SSAValue] | None = None,
     ) -> None:
         self.em = em
         self.ivs = list(ivs)
         self.sources = sources
         self.pool = pool
+        self.known = {} if known is None else known
         self.memo: dict[tuple[SSAValue, Index], SSAValue] = {}
 
     def at(self, value: SSAValue, index: Sequence[AffineExpr]) -> SSAValue:
+        if value in self.known:
+            return self.known[value]
         key = (value, tuple(index))
         if key not in self.memo:
             self.memo[key] = self._compute(value, tuple(index))
@@ -155,12 +170,15 @@ def lower_elementwise(
     )
 
 
-def lower_fused(
-    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+def lower_pointwise_group(
+    group: tg.FusedOp,
+    k: Kernel,
+    args: dict[SSAValue, Source],
+    pool: ConstantPool,
 ) -> None:
-    """``tg.fused``: the whole body in one nest, block arguments read the inputs."""
-    assert isinstance(op, tg.FusedOp)
-    block = op.body.block
+    """A ``tg.fused`` of elementwise ops: the whole body in one nest, block arguments
+    read the inputs."""
+    block = group.body.block
     accepted: tuple[type[Operation], ...] = (
         tg.YieldOp,
         tg.ConstantOp,
@@ -172,14 +190,9 @@ def lower_fused(
         if not isinstance(inner, accepted):
             raise TgLoweringError(
                 f"convert-tg-to-affine: tg.fused body holds '{inner.name}', but a "
-                "fused kernel takes only elementwise ops, views and constants"
+                "fused kernel takes only elementwise ops, views and constants (or one "
+                "matmul/conv2d with its epilogue, or row-wise reductions)"
             )
     terminator = block.last_op
     assert isinstance(terminator, tg.YieldOp)
-    args: dict[SSAValue, Source] = dict(zip(block.args, sources, strict=True))
     _pointwise_kernel(k, list(terminator.values), args, pool, "tg.fused")
-
-
-def fused_label(op: tg.FusedOp) -> str:
-    """``"tg.mul+tg.add+tg.relu"``: the body's ops in order, tg.yield left out."""
-    return "+".join(o.name for o in op.body.block.ops if not isinstance(o, tg.YieldOp))

@@ -37,11 +37,8 @@ from qidao.passes._tg_lower_common import (
 )
 from qidao.passes._tg_lower_constants import ConstantPool, splat_of
 from qidao.passes._tg_lower_conv import lower_conv2d
-from qidao.passes._tg_lower_elementwise import (
-    fused_label,
-    lower_elementwise,
-    lower_fused,
-)
+from qidao.passes._tg_lower_elementwise import lower_elementwise
+from qidao.passes._tg_lower_fused import fused_label, lower_fused
 from qidao.passes._tg_lower_layout import copy_kernel, lower_copy
 from qidao.passes._tg_lower_matmul import lower_matmul
 from qidao.passes._tg_lower_nn import lower_batch_norm, lower_pool, lower_softmax

@@ -1,33 +1,65 @@
-"""``tg.matmul`` kernels.
+"""``tg.matmul`` kernels, alone or with a fused lhs prologue and epilogue.
 
 matmul (``[..., M, K] x [..., K, N]``) zero-fills the output in a first nest
 (``b0_init, ..., i_init, j_init``) and accumulates in a second one ordered
-``b0, ..., i, k, j``: the innermost ``j`` walks the output row and the rhs row, so
-LLVM vectorizes it. Batch dimensions broadcast as in NumPy.
+``b0, ..., i, k, j``: the lhs element ``x[i, k]`` is read once per ``(i, k)`` in the
+``k`` body, and the innermost ``j`` walks the output row and the rhs row, so LLVM
+vectorizes it. Batch dimensions broadcast as in NumPy.
+
+A ``tg.fused`` group around a matmul (see the ``fuse`` pass) changes two places:
+
+- **lhs prologue**: ``x[i, k]`` is the prologue's value at ``[b, i, k]``, computed
+  in the ``k`` body, outside ``j``: once per lhs element, never recomputed.
+- **epilogue**: after row ``i``'s ``k`` loop, a loop ``j_epi`` over that row (still
+  in cache) replaces each ``out[b, i, j]`` by the epilogue applied to it, once per
+  output element.
 """
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from collections.abc import Callable
+
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
 
 from qidao.dialects import tg
 from qidao.passes._tg_lower_common import (
     Kernel,
     Source,
+    TgLoweringError,
     broadcast_index,
     dim,
     element_type,
     shape,
 )
 from qidao.passes._tg_lower_constants import ConstantPool
+from qidao.passes._tg_lower_elementwise import PointwiseEvaluator
+
+ElementAt = Callable[[list[SSAValue], list[AffineExpr]], SSAValue]
+"""``f(ivs, index)``: a scalar at ``index`` (``d<k>`` is ``ivs[k]``), emitted at the
+current insertion point."""
 
 
 def lower_matmul(
     op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
 ) -> None:
     assert isinstance(op, tg.MatmulOp)
-    em = k.em
     lhs, rhs = sources
+    emit_matmul(
+        op, k, lambda ivs, index: k.em.load(lhs, ivs, index), rhs, epilogue=None
+    )
+
+
+def emit_matmul(
+    op: tg.MatmulOp,
+    k: Kernel,
+    lhs_at: ElementAt,
+    rhs: Source,
+    epilogue: ElementAt | None,
+) -> None:
+    """The two nests; ``lhs_at`` gives ``x[b, i, k]``, ``epilogue`` (if any) the final
+    value of ``out[b, i, j]`` (it may load ``out`` there, the finished sum)."""
+    em = k.em
     (out,) = k.outputs
     out_shape = shape(op.result)
     batch = len(out_shape) - 2
@@ -40,13 +72,76 @@ def lower_matmul(
         [f"{name}_init" for name in [*batch_names, "i", "j"]], out_shape
     ) as ivs:
         em.store(zero, out, ivs, init_index)
-    with em.nest([*batch_names, "i", "k", "j"], [*out_shape[:-2], m, kk, n]) as ivs:
-        b = [dim(d) for d in range(batch)]
-        i, kd, j = dim(batch), dim(batch + 1), dim(batch + 2)
-        lhs_index = [*broadcast_index(b, shape(op.lhs)[:-2]), i, kd]
-        rhs_index = [*broadcast_index(b, shape(op.rhs)[:-2]), kd, j]
-        out_index = [*b, i, j]
-        a = em.load(lhs, ivs, lhs_index)
-        w = em.load(rhs, ivs, rhs_index)
-        acc = em.load(out, ivs, out_index)
-        em.store(em.addf(acc, em.mulf(a, w)), out, ivs, out_index)
+    b = [dim(d) for d in range(batch)]
+    i, kd, j = dim(batch), dim(batch + 1), dim(batch + 2)
+    lhs_index = [*broadcast_index(b, shape(op.lhs)[:-2]), i, kd]
+    rhs_index = [*broadcast_index(b, shape(op.rhs)[:-2]), kd, j]
+    out_index = [*b, i, j]
+    with em.nest([*batch_names, "i"], [*out_shape[:-2], m]) as row:
+        with em.nest(["k"], [kk]) as (kv,):
+            a = lhs_at([*row, kv], lhs_index)
+            with em.nest(["j"], [n]) as (jv,):
+                ivs = [*row, kv, jv]
+                w = em.load(rhs, ivs, rhs_index)
+                acc = em.load(out, ivs, out_index)
+                em.store(em.addf(acc, em.mulf(a, w)), out, ivs, out_index)
+        if epilogue is not None:
+            with em.nest(["j_epi"], [n]) as (jv,):
+                ivs = [*row, jv]
+                index = [*b, i, dim(batch + 1)]
+                em.store(epilogue(ivs, index), out, ivs, index)
+
+
+def lower_matmul_group(
+    group: tg.FusedOp,
+    matmul: tg.MatmulOp,
+    k: Kernel,
+    args: dict[SSAValue, Source],
+    pool: ConstantPool,
+) -> None:
+    """A ``tg.fused`` holding one matmul, an optional elementwise prologue producing
+    its lhs, and an optional elementwise epilogue ending at the group's result."""
+    yielded = single_result(group)
+    if shape(yielded) != shape(matmul.result):
+        raise TgLoweringError(
+            f"convert-tg-to-affine: tg.fused around tg.matmul returns a "
+            f"{list(shape(yielded))} tensor; a matmul epilogue keeps the matmul's "
+            f"shape {list(shape(matmul.result))}"
+        )
+    if matmul.rhs not in args:
+        raise TgLoweringError(
+            "convert-tg-to-affine: tg.fused computes the rhs of tg.matmul in its "
+            "body; a prologue on the rhs would run once per lhs row (fuse only the lhs)"
+        )
+    out_batch = shape(matmul.result)[:-2]
+    if matmul.lhs not in args and shape(matmul.lhs)[:-2] != out_batch:
+        raise TgLoweringError(
+            "convert-tg-to-affine: tg.fused computes the lhs of tg.matmul in its "
+            "body, but the matmul broadcasts it over batch dimensions; the prologue "
+            "would be recomputed per batch"
+        )
+    (out,) = k.outputs
+
+    def lhs_at(ivs: list[SSAValue], index: list[AffineExpr]) -> SSAValue:
+        return PointwiseEvaluator(k.em, ivs, args, pool).at(matmul.lhs, index)
+
+    epilogue: ElementAt | None = None
+    if yielded is not matmul.result:
+        finished = {**args, matmul.result: out}
+
+        def epilogue(ivs: list[SSAValue], index: list[AffineExpr]) -> SSAValue:
+            return PointwiseEvaluator(k.em, ivs, finished, pool).at(yielded, index)
+
+    emit_matmul(matmul, k, lhs_at, args[matmul.rhs], epilogue)
+
+
+def single_result(group: tg.FusedOp) -> SSAValue:
+    """The one value a matmul or conv2d group yields."""
+    terminator = group.body.block.last_op
+    assert isinstance(terminator, tg.YieldOp)
+    if len(terminator.values) != 1:
+        raise TgLoweringError(
+            "convert-tg-to-affine: tg.fused around a matmul or conv2d must have one "
+            f"result, got {len(terminator.values)}"
+        )
+    return terminator.values[0]

@@ -7,7 +7,10 @@
   counted in a second iter_arg).
 - ``tg.softmax``: outer loops ``i0, i1, ...`` over every dimension but the axis, then
   three loops over the axis: ``r_max`` (running max), ``r_sum`` (stores
-  ``exp(x - max)`` and sums it), ``r_norm`` (divides by the sum).
+  ``exp(x - max)`` and sums it), ``r_norm`` (multiplies by ``1 / sum``, computed
+  once per row, as PyTorch does). The max and the sum accumulate with
+  ``fastmath<reassoc,contract>`` so each loop vectorizes (the sum's rounding then
+  differs from NumPy's by a few ulp).
 - ``tg.batch_norm``: one elementwise nest ``i0, i1, ...``:
   ``scale[c] * (x - mean[c]) / sqrt(var[c] + epsilon) + bias[c]`` with ``c`` dim 1.
 """
@@ -33,12 +36,16 @@ from qidao.passes._tg_lower_common import (
     shape,
 )
 from qidao.passes._tg_lower_constants import ConstantPool
+from qidao.passes._tg_lower_pool_nhwc import lower_batch_norm_nhwc, lower_pool_nhwc
 
 
 def lower_pool(
     op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
 ) -> None:
     assert isinstance(op, tg.Pool2dOp)
+    if op.data_layout() == "NHWC":  # channels last: _tg_lower_pool_nhwc.py
+        lower_pool_nhwc(op, k, sources, pool)
+        return
     em = k.em
     (x,) = sources
     (out,) = k.outputs
@@ -105,7 +112,7 @@ def lower_softmax(
     with em.nest(loop_names("i", rank - 1), outer_shape) as outer:
 
         def running_max(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            return [em.maxf(accs[0], em.load(x, ivs, index))]
+            return [em.max_step(accs[0], em.load(x, ivs, index))]
 
         (top,) = em.accumulate(
             ["r_max"], [full[axis]], [em.constant(NEG_INF, t)], running_max, outer
@@ -114,20 +121,24 @@ def lower_softmax(
         def exp_sum(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
             e = em.value(math.ExpOp(em.subf(em.load(x, ivs, index), top)))
             em.store(e, out, ivs, index)
-            return [em.addf(accs[0], e)]
+            return [em.sum_step(accs[0], e)]
 
         (total,) = em.accumulate(
             ["r_sum"], [full[axis]], [em.constant(0.0, t)], exp_sum, outer
         )
+        scale = em.divf(em.constant(1.0, t), total)
         with em.nest(["r_norm"], [full[axis]]) as (r,):
             ivs = [*outer, r]
-            em.store(em.divf(em.load(out, ivs, index), total), out, ivs, index)
+            em.store(em.mulf(em.load(out, ivs, index), scale), out, ivs, index)
 
 
 def lower_batch_norm(
     op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
 ) -> None:
     assert isinstance(op, tg.BatchNormOp)
+    if op.data_layout() == "NHWC":  # channels last: _tg_lower_pool_nhwc.py
+        lower_batch_norm_nhwc(op, k, sources, pool)
+        return
     em = k.em
     x, scale, bias, mean, var = sources
     (out,) = k.outputs

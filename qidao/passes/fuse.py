@@ -1,16 +1,70 @@
-"""``fuse``: elementwise producer→consumer chains become one ``tg.fused`` kernel.
+"""``fuse``: producer→consumer chains become one ``tg.fused`` kernel.
 
-    mul(x, w) -> add(_, b) -> relu(_)   ==>   tg.fused { mul; add; relu }
+    mul(x, w) -> add(_, b) -> relu(_)          ==>   tg.fused { mul; add; relu }
+    relu(matmul(x, w) + b)                     ==>   tg.fused { matmul; add; relu }
+    e = exp(x - reduce_max(x)); e / reduce_sum(e)  ==>   tg.fused { 5 ops }
 
-Rules (each one keeps fusion from doing more work than the unfused graph):
-- Only elementwise ops fuse (``tg.add`` ... ``tg.relu``); everything else is a
-  fusion boundary.
-- A producer joins its consumer's group only when the consumer is its *only* user, so
-  no intermediate is both kept in memory and recomputed.
-- A producer joins only when its shape equals the consumer's result shape: fusing
-  ``exp(a[4])`` into ``_ + b[1000, 4]`` would evaluate ``exp`` 1000 times per
-  element, so a broadcast intermediate stays its own kernel.
-- A group of one op stays as it is.
+The principle: **a fusion group never recomputes expensive work silently.** Fusing
+removes a kernel launch and a round trip of the intermediate through memory; it
+must not buy that with a matmul, a convolution tap or a reduction done twice. The
+only recomputation allowed is cheap elementwise arithmetic along one row of a row
+group (rule 1), and it is documented there. Groups form in this order; an op joins
+at most one group, and a group of one op stays as it is.
+
+1. **Row groups** (softmax, layer norm written out of tg ops). A seed is a
+   ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` that reduces the *trailing*
+   ``k`` axes of its input, of shape ``F = O + R`` (``O`` the outer, row,
+   dimensions, ``R`` the row). A reduction over any other axes (``axes = [0]`` of a
+   matrix) seeds nothing. The group grows along producer→consumer edges, in both
+   directions, by:
+   - reductions of the same ``F`` over the same trailing axes;
+   - elementwise ops whose result is *row-varying* (shape ``F``) or *per-row*
+     (``O + [1] * k``, keepdims, or ``O``), and whose operands inside the group
+     have the op's rank: a per-row value meets a row only through keepdims
+     broadcasting, never by NumPy's right-aligned broadcasting.
+   Operands from outside (``gamma`` of shape ``R``, ``eps``) are read broadcast.
+   One kernel loops over ``O``; per row, each reduction is one pass over the row
+   carrying a scalar, computed once; per-row elementwise values are computed once
+   per row; row-varying elementwise values are *recomputed in every pass that needs
+   them* (``x - mean`` feeds the variance pass and the output pass of a layer
+   norm): cheap arithmetic on a row that is in cache, instead of a buffer written
+   and read back. (A value holding ``exp``/``log``/``tanh``/``sigmoid``/``sqrt``
+   that a reduction consumes and an output needs again, the ``exp(x - max)`` of a
+   softmax, is kept in the output's buffer for the row instead: see
+   ``_tg_lower_rows.py``.)
+   A value also used outside the group (an intermediate that is a graph output)
+   does not split the group: it becomes a further result of the same ``tg.fused``,
+   stored by the kernel in the pass that computes it (decided so because a split
+   would compute the intermediate once into memory and read it back in every pass,
+   while the extra result costs one store per element).
+2. **Matmul and conv2d groups.**
+   - *Epilogue*: from the ``tg.matmul``/``tg.conv2d`` result, while the current
+     value has exactly one use and that use is an elementwise op whose result has
+     the matmul/conv result's shape, the op joins (its other operands, graph values
+     or constants, are read broadcast to that shape). The first value with several
+     uses (or none) ends the chain and is the group's result; a matmul/conv result
+     with two uses has no epilogue. Each output element runs the epilogue once,
+     right after its sum is complete (matmul: in a loop over the finished row;
+     conv2d: before its store).
+   - *Prologue*, **matmul lhs only**: when the lhs has one use and comes from an
+     elementwise op, that op joins, and then its producers by the elementwise rule
+     (3). The matmul loops ``i, k, j``, so ``x[i, k]`` is computed once per
+     ``(i, k)``, outside ``j``: no recomputation. Not when the matmul broadcasts the
+     lhs over batch dimensions (it would run once per batch).
+   - **Never a prologue into the rhs** (``w[k, j]`` is read once per row ``i``:
+     the prologue would run M times per element) **nor into a conv2d input or
+     weight** (each input element feeds up to KH·KW·F taps). They stay kernels of
+     their own.
+3. **Elementwise chains** (``tg.add`` ... ``tg.relu``); everything else is a
+   fusion boundary.
+   - A producer joins its consumer's group only when the consumer is its *only*
+     user, so no intermediate is both kept in memory and recomputed.
+   - A producer joins only when its shape equals the consumer's result shape:
+     fusing ``exp(a[4])`` into ``_ + b[1000, 4]`` would evaluate ``exp`` 1000 times
+     per element, so a broadcast intermediate stays its own kernel.
+
+Every group is *convex*: no path leaves it and comes back (the kernel would need
+its own result as an input); an op that would break this does not join.
 
 Before:
 ```mlir
@@ -28,7 +82,22 @@ After:
   tg.yield %2 : tensor<8xf32>
 }
 ```
-Issue 3 widens the rules (matmul/conv epilogues, row-wise reductions).
+A matmul epilogue, before:
+```mlir
+%0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+%1 = tg.add %0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+%2 = tg.relu %1 : tensor<2x4xf32> -> tensor<2x4xf32>
+```
+After:
+```mlir
+%2 = tg.fused %x, %w, %b : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+^bb0(%x_1: tensor<2x3xf32>, %w_1: tensor<3x4xf32>, %b_1: tensor<4xf32>):
+  %0 = tg.matmul %x_1, %w_1 : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = tg.add %0, %b_1 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %2 = tg.relu %1 : tensor<2x4xf32> -> tensor<2x4xf32>
+  tg.yield %2 : tensor<2x4xf32>
+}
+```
 """
 
 from __future__ import annotations
@@ -40,29 +109,212 @@ from xdsl.dialects import builtin
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects import tg
 from qidao.dialects.tg import BinaryElementwiseOp, FusedOp, UnaryElementwiseOp, YieldOp
 from qidao.dialects.tg.types import shape_of
 
 Elementwise = (BinaryElementwiseOp, UnaryElementwiseOp)
+Reduction = (tg.ReduceSumOp, tg.ReduceMeanOp, tg.ReduceMaxOp)
 
 
 def _is_elementwise(op: Operation | None) -> bool:
     return isinstance(op, Elementwise) and not isinstance(op.parent_op(), FusedOp)
 
 
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(shape_of(value.type))
+
+
 def _fuses_into(operand: SSAValue, consumer: Operation) -> bool:
-    """True when ``operand``'s producer may join ``consumer``'s group (see the rules)."""
+    """True when ``operand``'s producer may join ``consumer``'s elementwise group
+    (rule 3)."""
     producer = operand.owner
     return (
         isinstance(producer, Operation)
         and producer.parent is consumer.parent
         and _is_elementwise(producer)
         and operand.has_one_use()
-        and shape_of(operand.type) == shape_of(consumer.results[0].type)
+        and _shape(operand) == _shape(consumer.results[0])
     )
 
 
-def _groups(block: Block) -> list[list[Operation]]:
+@dataclass(frozen=True)
+class FusePass(ModulePass):
+    """Group producer→consumer chains into ``tg.fused`` kernels: row-wise
+    reductions with their elementwise neighbours, matmul/conv2d with epilogues (and
+    matmul lhs prologues), elementwise chains."""
+
+    name = "fuse"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        blocks = [
+            block
+            for inner in op.walk()
+            if not isinstance(inner, FusedOp)
+            for region in inner.regions
+            for block in region.blocks
+        ]
+        for block in blocks:
+            _fuse_rows(block)
+            _fuse_anchors(block)
+            for group in _elementwise_groups(block):
+                _outline(group)
+
+
+# ----------------------------------------------------------------------------------
+# rule 1: row groups
+
+
+@dataclass(frozen=True)
+class _RowSpace:
+    full: tuple[int, ...]
+    k: int
+
+    @staticmethod
+    def of(op: Operation) -> _RowSpace | None:
+        """The row space a reduction seeds, if it reduces trailing axes."""
+        if not isinstance(op, Reduction):
+            return None
+        full = _shape(op.input)
+        k = len(op.reduced_axes())
+        if op.reduced_axes() != tuple(range(len(full) - k, len(full))):
+            return None
+        return _RowSpace(full, k)
+
+    def admits(self, op: Operation) -> bool:
+        if isinstance(op, Reduction):
+            return _RowSpace.of(op) == self
+        if not _is_elementwise(op):
+            return False
+        outer = self.full[: len(self.full) - self.k]
+        return _shape(op.results[0]) in (self.full, outer + (1,) * self.k, outer)
+
+
+def _fuse_rows(block: Block) -> None:
+    tried: set[Operation] = set()
+    while True:
+        seed = next(
+            (
+                op
+                for op in block.ops
+                if op not in tried and _RowSpace.of(op) is not None
+            ),
+            None,
+        )
+        if seed is None:
+            return
+        tried.add(seed)
+        group = _grow_row_group(seed, block)
+        if len(group) > 1:
+            _outline(sorted(group, key=block.get_operation_index))
+
+
+def _grow_row_group(seed: Operation, block: Block) -> set[Operation]:
+    space = _RowSpace.of(seed)
+    assert space is not None
+    members = {seed}
+    changed = True
+    while changed:
+        changed = False
+        for member in sorted(members, key=block.get_operation_index):
+            for other in _neighbours(member):
+                if (
+                    other not in members
+                    and other.parent is block
+                    and space.admits(other)
+                    and _ranks_match(members | {other})
+                    and _is_convex(members | {other}, block)
+                ):
+                    members.add(other)
+                    changed = True
+    return members
+
+
+def _neighbours(op: Operation) -> list[Operation]:
+    producers = [o.owner for o in op.operands if isinstance(o.owner, Operation)]
+    consumers = [use.operation for r in op.results for use in r.uses]
+    return [*producers, *consumers]
+
+
+def _ranks_match(members: set[Operation]) -> bool:
+    """Every elementwise member reads in-group values of its own rank."""
+    for op in members:
+        if isinstance(op, Reduction):
+            continue
+        rank = len(_shape(op.results[0]))
+        for operand in op.operands:
+            if operand.owner in members and len(_shape(operand)) != rank:
+                return False
+    return True
+
+
+def _is_convex(members: set[Operation], block: Block) -> bool:
+    """No path from a member through non-members back to a member."""
+    reached: set[Operation] = set()
+    for op in block.ops:
+        if op in members:
+            continue
+        if any(o.owner in members or o.owner in reached for o in op.operands):
+            reached.add(op)
+    return not any(o.owner in reached for m in members for o in m.operands)
+
+
+# ----------------------------------------------------------------------------------
+# rule 2: matmul and conv2d with epilogues (and matmul lhs prologues)
+
+
+def _fuse_anchors(block: Block) -> None:
+    anchors = [op for op in block.ops if isinstance(op, tg.MatmulOp | tg.Conv2dOp)]
+    for anchor in anchors:
+        group = [*_lhs_prologue(anchor), anchor, *_epilogue(anchor)]
+        if len(group) > 1:
+            _outline(sorted(group, key=block.get_operation_index))
+
+
+def _epilogue(anchor: Operation) -> list[Operation]:
+    chain: list[Operation] = []
+    value = anchor.results[0]
+    while value.has_one_use():
+        user = next(iter(value.uses)).operation
+        if not (
+            _is_elementwise(user)
+            and user.parent is anchor.parent
+            and _shape(user.results[0]) == _shape(anchor.results[0])
+        ):
+            break
+        chain.append(user)
+        value = user.results[0]
+    return chain
+
+
+def _lhs_prologue(anchor: Operation) -> list[Operation]:
+    if not isinstance(anchor, tg.MatmulOp):
+        return []
+    lhs = anchor.lhs
+    producer = lhs.owner
+    if not (
+        isinstance(producer, Operation)
+        and producer.parent is anchor.parent
+        and _is_elementwise(producer)
+        and lhs.has_one_use()
+        and _shape(lhs)[:-2] == _shape(anchor.result)[:-2]
+    ):
+        return []
+    tree = [producer]
+    for member in tree:  # grows while it is walked
+        for operand in member.operands:
+            if _fuses_into(operand, member):
+                owner = operand.owner
+                assert isinstance(owner, Operation)
+                tree.append(owner)
+    return tree
+
+
+# ----------------------------------------------------------------------------------
+# rule 3: elementwise chains
+
+
+def _elementwise_groups(block: Block) -> list[list[Operation]]:
     """Fusion groups of two or more ops, in block order; the last op is the root."""
     group_of: dict[Operation, list[Operation]] = {}
     for op in block.ops:
@@ -83,46 +335,63 @@ def _groups(block: Block) -> list[list[Operation]]:
     ]
 
 
-@dataclass(frozen=True)
-class FusePass(ModulePass):
-    """Group elementwise producer→consumer chains into ``tg.fused`` kernels."""
-
-    name = "fuse"
-
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        blocks = [
-            block
-            for inner in op.walk()
-            if not isinstance(inner, FusedOp)
-            for region in inner.regions
-            for block in region.blocks
-        ]
-        for block in blocks:
-            for group in _groups(block):
-                _outline(group)
+# ----------------------------------------------------------------------------------
+# outlining
 
 
 def _outline(group: list[Operation]) -> None:
+    """Replace ``group`` (convex, in block order) by one ``tg.fused`` at the place of
+    its last op. Its results are the members' results used outside the group (the
+    last op's if none is); ops between the members that use them move after it."""
     members = set(group)
+    last = group[-1]
+    block = last.parent_block()
+    assert block is not None
     inputs: list[SSAValue] = []
     for member in group:
         for operand in member.operands:
             if operand.owner not in members and operand not in inputs:
                 inputs.append(operand)
-    root = group[-1]
+    outputs = [
+        r
+        for member in group
+        for r in member.results
+        if any(use.operation not in members for use in r.uses)
+    ] or list(last.results)
     body = FusedOp.empty_body(inputs)
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.block.args, strict=True))
     for arg, value in zip(body.block.args, inputs, strict=True):
         arg.name_hint = value.name_hint
     for member in group:
         body.block.add_op(member.clone(mapping))
-    body.block.add_op(YieldOp(mapping[root.results[0]]))
-    fused = FusedOp(inputs, [root.results[0].type], body)
-    fused.results[0].name_hint = root.results[0].name_hint
-    block = root.parent_block()
-    assert block is not None
-    block.insert_op_before(fused, root)
-    root.results[0].replace_all_uses_with(fused.results[0])
+    body.block.add_op(YieldOp(*(mapping[v] for v in outputs)))
+    fused = FusedOp(inputs, [v.type for v in outputs], body)
+    block.insert_op_before(fused, last)
+    for old, new in zip(outputs, fused.results, strict=True):
+        new.name_hint = old.name_hint
+        for use in list(old.uses):
+            if use.operation not in members:
+                use.operation.operands[use.index] = new
+    _move_users_after(fused, group[0], block)
     for member in reversed(group):
         member.detach()
         member.erase()
+
+
+def _move_users_after(fused: FusedOp, first: Operation, block: Block) -> None:
+    """Ops between ``first`` and ``fused`` that (transitively) use ``fused``'s
+    results move right after it, in order. None of them feeds a member (the group
+    is convex), so this keeps every value defined before its uses."""
+    late: set[SSAValue] = set(fused.results)
+    moving: list[Operation] = []
+    op = first.next_op
+    while op is not None and op is not fused:
+        if any(o in late for o in op.operands):
+            moving.append(op)
+            late.update(op.results)
+        op = op.next_op
+    anchor: Operation = fused
+    for op in moving:
+        op.detach()
+        block.insert_op_after(op, anchor)
+        anchor = op

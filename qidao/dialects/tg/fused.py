@@ -1,9 +1,15 @@
 """``tg.fused``: a fusion group, the unit that becomes one kernel.
 
-The ``fuse`` pass moves a producer→consumer chain into the body of a ``tg.fused``
-op; the lowering emits the whole body as a single loop nest, so intermediates live in
-registers instead of memory. The body's block arguments stand for the group's inputs
-and ``tg.yield`` names the group's result.
+The ``fuse`` pass moves a producer→consumer group into the body of a ``tg.fused``
+op; the lowering emits the whole body as a single kernel, so intermediates live in
+registers (or in cache, one row at a time) instead of memory. The body's block
+arguments stand for the group's inputs and ``tg.yield`` names the group's results
+(several when values inside the group are also used outside it).
+
+A body is one of: elementwise ops (one nest over the output); one ``tg.matmul`` or
+``tg.conv2d`` with an elementwise epilogue (and, for matmul, an lhs prologue); or
+row-wise reductions with their elementwise neighbours (softmax, layer norm). The
+``fuse`` pass documents the rules, ``qidao/passes/_tg_lower_fused.py`` the kernels.
 """
 
 from __future__ import annotations

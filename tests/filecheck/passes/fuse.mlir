@@ -77,16 +77,242 @@ func.func @broadcast_intermediate(%a: tensor<4xf32>, %b: tensor<1000x4xf32>) -> 
   func.return %1 : tensor<1000x4xf32>
 }
 
-// Must not fire across a non-elementwise op: matmul is a boundary (issue 3 adds
-// epilogue fusion); the add and relu after it still fuse with each other.
-// CHECK-LABEL: func.func @matmul_boundary
-// CHECK:         %[[MM:.*]] = tg.matmul %x, %w
-// CHECK-NEXT:    tg.fused %[[MM]], %b
-// CHECK:           tg.add
-// CHECK:           tg.relu
-func.func @matmul_boundary(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+// Rule 2, epilogue: relu(x·w + b) is one group; the matmul's only use is the add.
+// CHECK-LABEL: func.func @matmul_epilogue
+// CHECK-NEXT:    %[[F:.*]] = tg.fused %x, %w, %b : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: tensor<2x3xf32>, %[[W:.*]]: tensor<3x4xf32>, %[[B:.*]]: tensor<4xf32>):
+// CHECK-NEXT:      %[[MM:.*]] = tg.matmul %[[X]], %[[W]]
+// CHECK-NEXT:      %[[A:.*]] = tg.add %[[MM]], %[[B]]
+// CHECK-NEXT:      %[[R:.*]] = tg.relu %[[A]]
+// CHECK-NEXT:      tg.yield %[[R]] : tensor<2x4xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[F]] : tensor<2x4xf32>
+func.func @matmul_epilogue(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
   %0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   %1 = tg.add %0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   %2 = tg.relu %1 : tensor<2x4xf32> -> tensor<2x4xf32>
   func.return %2 : tensor<2x4xf32>
+}
+
+// Rule 2, the chain stops at a value with two uses: the add is the group's result;
+// relu and exp after it fuse by rule 3 only if they could (each is alone here).
+// CHECK-LABEL: func.func @matmul_epilogue_stops_at_shared_value
+// CHECK:         %[[F:.*]] = tg.fused %x, %w, %b
+// CHECK:           tg.matmul
+// CHECK-NEXT:      %[[A:.*]] = tg.add
+// CHECK-NEXT:      tg.yield %[[A]]
+// CHECK:         tg.relu %[[F]]
+// CHECK-NEXT:    tg.exp %[[F]]
+func.func @matmul_epilogue_stops_at_shared_value(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = tg.add %0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %2 = tg.relu %1 : tensor<2x4xf32> -> tensor<2x4xf32>
+  %3 = tg.exp %1 : tensor<2x4xf32> -> tensor<2x4xf32>
+  func.return %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// Must not fire: the matmul result has two uses, so it is kept in memory and no
+// epilogue joins it; the two elementwise users stay as they are.
+// CHECK-LABEL: func.func @matmul_used_twice
+// CHECK-NOT:     tg.fused
+// CHECK:         %[[MM:.*]] = tg.matmul %x, %w
+// CHECK-NEXT:    tg.relu %[[MM]]
+// CHECK-NEXT:    tg.exp %[[MM]]
+func.func @matmul_used_twice(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = tg.relu %0 : tensor<2x4xf32> -> tensor<2x4xf32>
+  %2 = tg.exp %0 : tensor<2x4xf32> -> tensor<2x4xf32>
+  func.return %1, %2 : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// Must not fire: an epilogue op that broadcasts the matmul result to a larger shape.
+// CHECK-LABEL: func.func @matmul_broadcast_consumer
+// CHECK-NOT:     tg.fused
+func.func @matmul_broadcast_consumer(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %b: tensor<5x2x4xf32>) -> tensor<5x2x4xf32> {
+  %0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = tg.add %0, %b : (tensor<2x4xf32>, tensor<5x2x4xf32>) -> tensor<5x2x4xf32>
+  func.return %1 : tensor<5x2x4xf32>
+}
+
+// Rule 2, lhs prologue: the elementwise tree producing the lhs (one use, same
+// shape) joins, and so does the epilogue.
+// CHECK-LABEL: func.func @matmul_lhs_prologue
+// CHECK:         tg.fused %x, %s, %w, %b
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[M:.*]] = tg.mul
+// CHECK-NEXT:      %[[E:.*]] = tg.exp %[[M]]
+// CHECK-NEXT:      %[[MM:.*]] = tg.matmul %[[E]]
+// CHECK-NEXT:      tg.add %[[MM]]
+// CHECK-NEXT:      tg.yield
+// CHECK-NOT:     tg.fused
+func.func @matmul_lhs_prologue(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = tg.mul %x, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = tg.exp %0 : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = tg.matmul %1, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %3 = tg.add %2, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  func.return %3 : tensor<2x4xf32>
+}
+
+// Must not fire: a prologue on the rhs would run once per lhs row (M times per
+// element); exp stays its own kernel, the matmul has no epilogue to take.
+// CHECK-LABEL: func.func @matmul_rhs_prologue
+// CHECK-NOT:     tg.fused
+// CHECK:         %[[E:.*]] = tg.exp %w
+// CHECK-NEXT:    tg.matmul %x, %[[E]]
+func.func @matmul_rhs_prologue(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = tg.exp %w : tensor<3x4xf32> -> tensor<3x4xf32>
+  %1 = tg.matmul %x, %0 : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  func.return %1 : tensor<2x4xf32>
+}
+
+// Must not fire: the matmul broadcasts the lhs over the batch, so a prologue
+// would run once per batch.
+// CHECK-LABEL: func.func @matmul_batch_broadcast_lhs
+// CHECK-NOT:     tg.fused
+func.func @matmul_batch_broadcast_lhs(%x: tensor<2x3xf32>, %w: tensor<5x3x4xf32>) -> tensor<5x2x4xf32> {
+  %0 = tg.exp %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = tg.matmul %0, %w : (tensor<2x3xf32>, tensor<5x3x4xf32>) -> tensor<5x2x4xf32>
+  func.return %1 : tensor<5x2x4xf32>
+}
+
+// Rule 2 for conv2d: conv (with its bias), add, relu in one group.
+// CHECK-LABEL: func.func @conv_epilogue
+// CHECK:         tg.fused %x, %w, %b, %s
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[C:.*]] = tg.conv2d
+// CHECK-NEXT:      %[[A:.*]] = tg.add %[[C]]
+// CHECK-NEXT:      %[[R:.*]] = tg.relu %[[A]]
+// CHECK-NEXT:      tg.yield %[[R]]
+func.func @conv_epilogue(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>, %b: tensor<4xf32>, %s: tensor<4x1x1xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = tg.conv2d %x, %w, %b strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>
+  %1 = tg.add %0, %s : (tensor<1x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<1x4x3x3xf32>
+  %2 = tg.relu %1 : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  func.return %2 : tensor<1x4x3x3xf32>
+}
+
+// Must not fire: a prologue on a conv2d input would be recomputed for every tap;
+// the relu before the conv stays its own kernel (the relu after it fuses).
+// CHECK-LABEL: func.func @conv_input_prologue
+// CHECK:         %[[R:.*]] = tg.relu %x
+// CHECK-NEXT:    tg.fused %[[R]], %w
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tg.conv2d
+// CHECK-NEXT:      tg.relu
+// CHECK-NEXT:      tg.yield
+func.func @conv_input_prologue(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = tg.relu %x : tensor<1x2x5x5xf32> -> tensor<1x2x5x5xf32>
+  %1 = tg.conv2d %0, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %2 = tg.relu %1 : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xf32>
+  func.return %2 : tensor<1x4x3x3xf32>
+}
+
+// Rule 1: softmax written out of tg ops is one row group.
+// CHECK-LABEL: func.func @softmax_from_ops
+// CHECK-NEXT:    %[[F:.*]] = tg.fused %x : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: tensor<4x8xf32>):
+// CHECK-NEXT:      %[[M:.*]] = tg.reduce_max %[[X]] axes = [-1] keepdims
+// CHECK-NEXT:      %[[D:.*]] = tg.sub %[[X]], %[[M]]
+// CHECK-NEXT:      %[[E:.*]] = tg.exp %[[D]]
+// CHECK-NEXT:      %[[S:.*]] = tg.reduce_sum %[[E]] axes = [-1] keepdims
+// CHECK-NEXT:      %[[Y:.*]] = tg.div %[[E]], %[[S]]
+// CHECK-NEXT:      tg.yield %[[Y]] : tensor<4x8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[F]]
+func.func @softmax_from_ops(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = tg.reduce_max %x axes = [-1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tg.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %e = tg.exp %d : tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = tg.reduce_sum %e axes = [-1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %y = tg.div %e, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+
+// Rule 1: layer norm is one row group; eps (a constant), gamma and beta are inputs.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK:         %[[F:.*]] = tg.fused %x, %eps, %g, %b
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tg.reduce_mean
+// CHECK-NEXT:      tg.sub
+// CHECK-NEXT:      tg.mul
+// CHECK-NEXT:      tg.reduce_mean
+// CHECK-NEXT:      tg.add
+// CHECK-NEXT:      tg.sqrt
+// CHECK-NEXT:      tg.div
+// CHECK-NEXT:      tg.mul
+// CHECK-NEXT:      tg.add
+// CHECK-NEXT:      tg.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[F]]
+func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %m = tg.reduce_mean %x axes = [-1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tg.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %dd = tg.mul %d, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %v = tg.reduce_mean %dd axes = [-1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = tg.constant dense<1.0e-05> : tensor<f32>
+  %ve = tg.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %sd = tg.sqrt %ve : tensor<4x1xf32> -> tensor<4x1xf32>
+  %n = tg.div %d, %sd : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %gn = tg.mul %n, %g : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %y = tg.add %gn, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+
+// Rule 1, an intermediate that is also a graph output: the group is not split,
+// it gets a second result (e = exp(x - max) is stored by the same kernel).
+// CHECK-LABEL: func.func @softmax_intermediate_returned
+// CHECK:         %[[FE:.*]], %[[FY:.*]] = tg.fused %x : (tensor<4x8xf32>) -> tensor<4x8xf32>, tensor<4x8xf32> {
+// CHECK:           %[[E:.*]] = tg.exp
+// CHECK:           %[[Y:.*]] = tg.div
+// CHECK-NEXT:      tg.yield %[[E]], %[[Y]] : tensor<4x8xf32>, tensor<4x8xf32>
+// CHECK:         func.return %[[FY]], %[[FE]]
+func.func @softmax_intermediate_returned(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %m = tg.reduce_max %x axes = [-1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = tg.sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %e = tg.exp %d : tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = tg.reduce_sum %e axes = [-1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %y = tg.div %e, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  func.return %y, %e : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// Rule 1, a per-row result: sum(exp(x)) over the rows, without keepdims, is a
+// group whose result has one value per row.
+// CHECK-LABEL: func.func @row_sum_of_exp
+// CHECK:         tg.fused %x : (tensor<4x8xf32>) -> tensor<4xf32>
+// CHECK:           tg.exp
+// CHECK-NEXT:      tg.reduce_sum
+func.func @row_sum_of_exp(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %e = tg.exp %x : tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = tg.reduce_sum %e axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}
+
+// Must not fire: a reduction over a non-trailing axis seeds no row group; the
+// sub after it stays alone (its reduced operand broadcasts).
+// CHECK-LABEL: func.func @reduce_leading_axis
+// CHECK-NOT:     tg.fused
+func.func @reduce_leading_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = tg.reduce_max %x axes = [0] keepdims : tensor<4x8xf32> -> tensor<1x8xf32>
+  %d = tg.sub %x, %m : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  func.return %d : tensor<4x8xf32>
+}
+
+// Must not fire: a non-keepdims per-row value would meet the row by NumPy's
+// right-aligned broadcasting (s[4] against x[4, 4] indexes s by column), so the
+// sub does not join the reduction's group.
+// CHECK-LABEL: func.func @per_row_without_keepdims
+// CHECK-NOT:     tg.fused
+func.func @per_row_without_keepdims(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %s = tg.reduce_sum %x axes = [1] : tensor<4x4xf32> -> tensor<4xf32>
+  %d = tg.sub %x, %s : (tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+  func.return %d : tensor<4x4xf32>
+}
+
+// Must not fire: two reductions over different rows (trailing axes of different
+// tensors) do not share a group; each reduction stays alone here.
+// CHECK-LABEL: func.func @different_rows
+// CHECK-NOT:     tg.fused
+func.func @different_rows(%x: tensor<4x8xf32>) -> tensor<f32> {
+  %s = tg.reduce_sum %x axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %t = tg.reduce_sum %s axes = [0] : tensor<4xf32> -> tensor<f32>
+  func.return %t : tensor<f32>
 }

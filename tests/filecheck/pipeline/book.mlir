@@ -5,29 +5,27 @@
 // RUN: qidao compile %s --emit llvm | filecheck %s --check-prefix=LLVM
 // RUN: qidao compile %s --emit llvm-opt | filecheck %s --check-prefix=OPT
 
-// TG:      %[[MM:.*]] = tg.matmul %x, %w
-// TG-NEXT: tg.fused %[[MM]], %b
-// TG:        tg.add
+// TG:      tg.fused %x, %w, %b
+// TG:        tg.matmul
+// TG-NEXT:   tg.add
 // TG-NEXT:   tg.relu
 
-// AFFINE-LABEL: func.func private @main_k0_matmul
+// AFFINE-LABEL: func.func private @main_k0_fused
+// AFFINE-SAME:    qd.kernel = "tg.matmul+tg.add+tg.relu"
 // AFFINE:         {qd.loop = "j"}
 // AFFINE:         {qd.loop = "k"}
-// AFFINE:         {qd.loop = "i"}
-// AFFINE-LABEL: func.func private @main_k1_fused
-// AFFINE-SAME:    qd.kernel = "tg.add+tg.relu"
 // AFFINE:         arith.maximumf
+// AFFINE:         {qd.loop = "j_epi"}
+// AFFINE:         {qd.loop = "i"}
 // AFFINE-LABEL: func.func @main(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32>, %out0: memref<8x4xf32>)
-// AFFINE:         %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x4xf32>
-// AFFINE-NEXT:    func.call @main_k0_matmul(%x, %w, %[[T]])
-// AFFINE-NEXT:    func.call @main_k1_fused(%[[T]], %b, %out0)
-// AFFINE-NEXT:    memref.dealloc %[[T]]
+// AFFINE-NOT:     memref.alloc
+// AFFINE:         func.call @main_k0_fused(%x, %w, %b, %out0)
+// AFFINE-NEXT:    func.return
 
-// LLVMD: llvm.func @main_k0_matmul(%x: !llvm.ptr {llvm.noalias}
-// LLVMD: llvm.call @aligned_alloc
-// LLVMD: llvm.call @free
+// LLVMD: llvm.func @main_k0_fused(%x: !llvm.ptr {llvm.noalias}
+// LLVMD-NOT: llvm.call @aligned_alloc
 
-// LLVM: define void @"main_k0_matmul"(ptr noalias %"x", ptr noalias %"w", ptr noalias %"out")
+// LLVM: define void @"main_k0_fused"(ptr noalias %"x", ptr noalias %"w", ptr noalias %"b", ptr noalias %"out")
 // LLVM: define void @"main"(ptr %"x", ptr %"w", ptr %"b", ptr %"out0")
 
 // After -O3 for the host CPU the fused epilogue is vectorized.
