@@ -397,3 +397,23 @@ def test_a_builder_graph_compiles_twice() -> None:
     first, second = qidao.compile(graph), qidao.compile(graph, fuse=False)
     x = np.linspace(-1, 1, 32, dtype=np.float32)
     np.testing.assert_array_equal(first(x)[0], second(x)[0])
+
+
+def test_big_outputs_are_never_shared_with_arrays_the_caller_holds() -> None:
+    from qidao.runtime.executor import POOLED_OUTPUT_BYTES
+
+    n = POOLED_OUTPUT_BYTES // 4  # big enough to come from the output pool
+    compiled = qidao.compile(chain_graph(n))
+    x = np.linspace(-1, 1, n, dtype=np.float32)
+    first = compiled(x)[0]
+    second = compiled(x)[0]
+    assert not np.shares_memory(first, second)  # `first` is still held
+    view = second[:8]
+    del second
+    third = compiled(2 * x)[0]
+    assert not np.shares_memory(view, third)  # a view keeps its base out of the pool
+    np.testing.assert_array_equal(view, first[:8])
+    frozen = compiled(x)[0]
+    frozen.flags.writeable = False
+    del frozen
+    assert compiled(x)[0].flags.writeable  # a read-only array is not handed out again

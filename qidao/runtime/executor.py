@@ -11,7 +11,8 @@ retyped) and checks count, type, dtype and shape, raising ``ArgumentError`` befo
 any native call. Non-contiguous inputs (``a.T``, ``a[::2]``) are copied with
 ``np.ascontiguousarray``. Outputs are fresh ``np.empty`` arrays (NumPy's default
 alignment; the generated code uses unaligned vector loads, so 64-byte alignment is
-not required), returned as a list.
+not required), returned as a list; a big output reuses the array the previous call
+returned when nothing references it any more (``POOLED_OUTPUT_BYTES``).
 
 Fast path: ``ndarray_entry_ir(entry, n)`` is a small LLVM function,
 ``@"<entry>.ndarray"``, that takes the ndarray *objects* (ctypes ``py_object``), loads
@@ -29,6 +30,7 @@ is the bare ctypes function on integer addresses: the floor a call can cost.
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +43,10 @@ from qidao.runtime.errors import ArgumentError
 _c_char = ctypes.c_char
 _addressof = ctypes.addressof
 TRAMPOLINE_SUFFIX = ".ndarray"
+POOLED_OUTPUT_BYTES = 1 << 20
+"""Outputs at least this big come from a one-array pool per output: the array handed
+out by the previous call is reused when no reference to it (or to a view of it) is
+left, which the caller cannot observe. Smaller outputs are always ``np.empty``."""
 
 
 def _ndarray_data_offset() -> int | None:
@@ -208,10 +214,24 @@ class NativeFunction:
             )
             addresses.append(self._address_expr(a, spec))
         outs = []
+        env["getrefcount"] = sys.getrefcount
         for j, spec in enumerate(self.outputs):
-            env[f"od{j}"] = np.dtype(spec.dtype)
+            dtype = np.dtype(spec.dtype)
+            env[f"od{j}"] = dtype
             env[f"os{j}"] = spec.shape
-            lines.append(f"    o{j} = empty(os{j}, od{j})")
+            if int(np.prod(spec.shape)) * dtype.itemsize < POOLED_OUTPUT_BYTES:
+                lines.append(f"    o{j} = empty(os{j}, od{j})")
+            else:
+                # Reuse the array returned last time if nobody holds it any more
+                # (3 references: the pool, the local and getrefcount's argument), so a
+                # big output is not a fresh mmap, page-faulted on every call.
+                env[f"pool{j}"] = [None]
+                lines += [
+                    f"    o{j} = pool{j}[0]",
+                    f"    if o{j} is None or getrefcount(o{j}) > 3 or not "
+                    f"o{j}.flags.writeable:",
+                    f"        o{j} = pool{j}[0] = empty(os{j}, od{j})",
+                ]
             outs.append(f"o{j}")
             addresses.append(self._address_expr(f"o{j}", spec))
         lines.append(f"    cfunc({', '.join(addresses)})")
