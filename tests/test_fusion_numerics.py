@@ -310,3 +310,17 @@ def test_nan_still_propagates_through_fused_max_and_sum() -> None:
     (y,) = qidao.compile(g)(x)
     assert np.isnan(y[1]).all()
     np.testing.assert_allclose(y[[0, 2]], softmax_ref(x[[0, 2]]), rtol=1e-5)
+
+
+def test_fused_kernel_keeps_zero_and_negative_zero_apart() -> None:
+    """relu's 0.0 and the constant -0.0 are different kernel constants."""
+    g = Graph("main")
+    x = g.input("x", (4,))
+    g.output(g.relu(x) * np.float32(-0.0))
+    compiled = qidao.compile(g)
+    assert compiled.stats["kernels"] == 1
+    xs = np.array([2.0, -2.0, 0.5, 3.0], np.float32)
+    (got,) = compiled(xs)
+    np.testing.assert_array_equal(
+        np.signbit(got), np.signbit(np.maximum(xs, 0) * np.float32(-0.0))
+    )

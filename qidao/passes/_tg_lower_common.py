@@ -10,6 +10,7 @@ k-th entry of the ``ivs`` list handed to :meth:`Emitter.load` and
 from __future__ import annotations
 
 import math as pymath
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -198,7 +199,7 @@ class Emitter:
     def __init__(self, entry: Block) -> None:
         self.entry = entry
         self.block = entry
-        self._consts: dict[tuple[float, Attribute], SSAValue] = {}
+        self._consts: dict[tuple[bytes, Attribute], SSAValue] = {}
         self._last_const: Operation | None = None
 
     def add(self, op: OpT) -> OpT:
@@ -219,7 +220,8 @@ class Emitter:
 
     def constant(self, value: float, t: Attribute) -> SSAValue:
         """``arith.constant value : t``, emitted once per kernel at its top."""
-        key = (value, t)
+        # Keyed on the bits, not the value: 0.0 == -0.0 (and nan != nan) in Python.
+        key = (struct.pack("<d", value), t)
         if key in self._consts:
             return self._consts[key]
         op = arith.ConstantOp(float_attr(value, t))
