@@ -350,6 +350,10 @@ def plot_speedups(results: Sequence[Result], path: Path) -> None:
         bars = ax.bar(xs, ys, width, label=backend)
         ax.bar_label(bars, labels=[f"{y:.1f}x" if y else "" for y in ys], fontsize=7)
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_ylabel("speedup over PyTorch eager (log scale)")

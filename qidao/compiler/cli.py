@@ -99,16 +99,25 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from qidao.compiler.bench import BACKENDS, format_table, run_bench
+    from qidao.compiler.examples import EXAMPLES
 
+    unknown = [w for w in args.workloads if w not in EXAMPLES]
+    bad_backends = [b for b in args.backends or () if b not in BACKENDS]
+    if unknown or bad_backends:
+        raise ValueError(
+            f"unknown workload(s) {unknown} or backend(s) {bad_backends}; workloads: "
+            f"{', '.join(EXAMPLES)}; backends: {', '.join(BACKENDS)}"
+        )
     results = run_bench(
         args.workloads or ["chain", "call16"],
         backends=args.backends or BACKENDS,
         threads=args.threads,
         min_time=args.min_time,
         csv_path=Path(args.csv),
+        plot_path=Path(args.plot) if args.plot else None,
     )
     print(format_table(results))
-    print(f"\nCSV: {args.csv}")
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
     return 1 if any(r.error for r in results) else 0
 
 
@@ -195,8 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         "workloads", nargs="*", help="built-in models (default: chain call16)"
     )
     p.add_argument(
-        "--backends", nargs="*", help="torch, qidao, qidao-raw (default: all)"
+        "--backends",
+        nargs="*",
+        help="torch, qidao, qidao-raw, numpy (default: all that apply)",
     )
+    p.add_argument("--plot", help="write a PNG bar chart of the speedups here")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument(
         "--min-time", type=float, default=1.0, help="seconds of timing per run"
