@@ -8,26 +8,40 @@ The steps, each failing with an ``OnnxImportError`` that says what to change:
 
 1. load the model (a truncated or garbage file is reported, not a protobuf traceback);
 2. scan every node: all unsupported op types are reported at once, with the nodes
-   that use them (``UnsupportedOpsError``), before any other work;
+   that use them (``UnsupportedOpsError``), before any other work. An op type is
+   supported if it has a converter or a folder (below); constant-only ops pass the
+   scan, since which inputs fold is known only during the walk;
 3. fix the input shapes (``input_shapes`` overrides dynamic dimensions) and run
    ONNX shape inference in strict mode (type errors in the model surface here);
 4. walk the nodes in order, one converter per op type, building tg ops through the
    ``Graph`` builder. Initializers and ``Constant`` outputs stay NumPy arrays until a
    tensor operand needs them, so a ``Reshape`` shape or reduce ``axes`` never becomes
-   a ``tg.constant``. Each tg result shape is checked against ONNX's inferred shape.
+   a ``tg.constant``. A node whose inputs are all such arrays is *folded*: evaluated
+   in NumPy by its folder (``@folder("OpType")``, ``fold.py``), with ONNX semantics
+   and any dtype, and its outputs stay arrays. That is how shape computations
+   (``Shape``, ``Gather``, ``Concat``, ``ConstantOfShape``, int64 arithmetic, ...)
+   are done at import and never reach tg, which has static shapes and float-only
+   compute ops. Otherwise the node's converter builds tg ops. Each result shape (and
+   each folded result's dtype) is checked against ONNX's shape inference.
 
 Graph inputs and outputs must be float32 with static shapes. A converter registers
-itself with ``@converter("OpType")``; ``SUPPORTED_OPS`` lists them all.
+itself with ``@converter("OpType")``; ``SUPPORTED_OPS`` lists every op type with a
+converter or a folder. ``CONSTANT_ONLY_OPS`` are those with a folder but no converter:
+they are supported only when all their inputs are constants so far, and a runtime
+tensor input is an ``OnnxImportError`` that names the node and the op.
 
 The package:
 
 - ``load.py``: steps 1-3 and the dtype / static-shape checks on graph inputs and outputs;
-- ``importer.py``: ``import_onnx``, the ``@converter`` registry, ``Node`` (one ONNX
+- ``importer.py``: ``import_onnx``, the ``@converter`` and ``@folder`` registries,
+  ``Node`` (one ONNX
   node with decoded attributes) and ``Importer`` (the walk of step 4, and operand
   access for converters: ``im.input``, ``im.optional_input``, ``im.value``,
   ``im.const``);
 - one module per family of converters: ``elementwise``, ``linalg``, ``shape``,
-  ``reduce``, ``nn``.
+  ``reduce``, ``nn``;
+- ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
+  ``Size`` converters, which read the static shape of any input.
 
 To add an operator, write a function in the fitting converter module (or a new one,
 imported below) and register it with one decorator::
@@ -40,13 +54,36 @@ imported below) and register it with one decorator::
 
 It returns one entry per ONNX output it supports (a tg ``Value``, or a NumPy array for
 a compile-time constant); raise ``node.error("...")`` for what it cannot convert.
+
+If the op has a NumPy definition, also give it a folder in ``fold.py``, checked
+against ``onnx.reference.ReferenceEvaluator`` in ``tests/test_onnx_shape_folding.py``::
+
+    @folder("OpType")
+    def _op_type(node: Node, args: list[Array | None]) -> list[Array]:
+        x = _arg(node, args, 0, "X")   # args[k]: input #k, None when omitted
+        ...
+        return [y]
+
+An op with only a folder is constant-only; giving it a converter later (for runtime
+tensors) needs no other change: the folder still runs when all inputs are constant.
 """
 
 # Importing the converter modules registers their converters.
-from qidao.frontend.onnx import elementwise, linalg, nn, reduce, shape  # noqa: F401
-from qidao.frontend.onnx.importer import CONVERTERS, converter, import_onnx
+from qidao.frontend.onnx import elementwise, fold, linalg, nn, reduce, shape  # noqa: F401
+from qidao.frontend.onnx.importer import (
+    CONVERTERS,
+    FOLDERS,
+    converter,
+    folder,
+    import_onnx,
+)
 
-SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(CONVERTERS))
-"""The ONNX op types (default domain) the importer converts."""
+SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(CONVERTERS.keys() | FOLDERS.keys()))
+"""The ONNX op types (default domain) the importer takes: converted to tg, folded at
+import, or both."""
 
-__all__ = ["SUPPORTED_OPS", "converter", "import_onnx"]
+CONSTANT_ONLY_OPS: tuple[str, ...] = tuple(sorted(FOLDERS.keys() - CONVERTERS.keys()))
+"""The supported op types that are folded only: every input must be a constant
+(initializer, ``Constant`` output or folded result) for now."""
+
+__all__ = ["CONSTANT_ONLY_OPS", "SUPPORTED_OPS", "converter", "folder", "import_onnx"]

@@ -3,6 +3,13 @@
 A converter is a function ``(im: Importer, node: Node) -> list[Value | Array]``,
 registered with ``@converter("OpType")``. ``Importer`` maps ONNX names to graph values
 or compile-time constants (NumPy arrays) and gives converters their operands.
+
+A folder is a function ``(node: Node, args: list[Array | None]) -> list[Array]``,
+registered with ``@folder("OpType")``: the NumPy evaluation of a node whose inputs are
+all compile-time constants (``args[k]`` is input #k, None for an omitted optional
+input). The importer runs a node's folder when it has one and every input is a
+constant, else its converter; an op with a folder but no converter is *constant-only*
+and meets a runtime input with an ``OnnxImportError`` naming the node.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
@@ -31,9 +39,14 @@ from qidao.frontend.onnx.load import (
 
 Array = npt.NDArray[Any]
 Converter = Callable[["Importer", "Node"], list[Value | Array]]
+Folder = Callable[["Node", list[Array | None]], list[Array]]
 
 CONVERTERS: dict[str, Converter] = {}
 """ONNX op type (default domain) -> its converter; filled by ``@converter``."""
+
+FOLDERS: dict[str, Folder] = {}
+"""ONNX op type (default domain) -> its NumPy evaluation on constant inputs; filled by
+``@folder``."""
 
 
 def converter(*op_types: str) -> Callable[[Converter], Converter]:
@@ -43,6 +56,19 @@ def converter(*op_types: str) -> Callable[[Converter], Converter]:
         for op_type in op_types:
             assert op_type not in CONVERTERS, f"two converters for {op_type}"
             CONVERTERS[op_type] = fn
+        return fn
+
+    return register
+
+
+def folder(*op_types: str) -> Callable[[Folder], Folder]:
+    """Register a function as the NumPy evaluation of ONNX ``op_types`` on constant
+    inputs (ONNX semantics, any dtype)."""
+
+    def register(fn: Folder) -> Folder:
+        for op_type in op_types:
+            assert op_type not in FOLDERS, f"two folders for {op_type}"
+            FOLDERS[op_type] = fn
         return fn
 
     return register
@@ -58,7 +84,8 @@ def import_onnx(
     static) dimensions; every graph input needs a static shape in the end.
     """
     proto = load_model(model)
-    check_supported(proto, CONVERTERS)
+    # constant-only ops pass this scan: which inputs fold is known only during the walk
+    check_supported(proto, CONVERTERS.keys() | FOLDERS.keys())
     proto = with_input_shapes(proto, input_shapes or {})
     proto = infer_shapes(proto)
     return Importer(proto).run()
@@ -104,11 +131,31 @@ class Importer:
         self.env: dict[str, Value | Array] = {}
         self.materialized: dict[str, Value] = {}
         graph = proto.graph
+        infos = [*graph.value_info, *graph.output]
         self.inferred: dict[str, tuple[int, ...] | None] = {
-            vi.name: static_shape(vi) for vi in [*graph.value_info, *graph.output]
+            vi.name: static_shape(vi) for vi in infos
+        }
+        # ONNX element types (TensorProto.DataType), to check folded constants
+        self.inferred_dtype: dict[str, int] = {
+            vi.name: int(vi.type.tensor_type.elem_type) for vi in infos
         }
 
     def run(self) -> ModuleOp:
+        """Walk the nodes, then return the verified tg module of the graph outputs."""
+        self.walk()
+        graph = self.proto.graph
+        outputs: list[Value] = []
+        for graph_output in graph.output:
+            check_output_dtype(graph_output)
+            outputs.append(self.value(graph_output.name))
+        self.graph.output(*outputs, names=[o.name for o in graph.output])
+        try:
+            return self.graph.module()
+        except GraphError as e:
+            raise OnnxImportError(str(e)) from None
+
+    def walk(self) -> None:
+        """Fill ``env``: initializers, graph inputs, then every node in order."""
         graph = self.proto.graph
         initializers = {t.name: t for t in graph.initializer}
         for name, tensor in initializers.items():
@@ -125,19 +172,10 @@ class Importer:
                 {a.name: helper.get_attribute_value(a) for a in node_proto.attribute},
             )
             self._convert(node)
-        outputs: list[Value] = []
-        for graph_output in graph.output:
-            check_output_dtype(graph_output)
-            outputs.append(self.value(graph_output.name))
-        self.graph.output(*outputs, names=[o.name for o in graph.output])
-        try:
-            return self.graph.module()
-        except GraphError as e:
-            raise OnnxImportError(str(e)) from None
 
     def _convert(self, node: Node) -> None:
         try:
-            results = CONVERTERS[node.op_type](self, node)
+            results = self._evaluate(node)
         except GraphError as e:
             raise node.error(str(e)) from None
         outputs = [o for o in node.proto.output]
@@ -154,6 +192,45 @@ class Importer:
                 result.named(name)
             self.env[name] = result
 
+    def _evaluate(self, node: Node) -> list[Value | Array]:
+        """The node's folder if it has one and all its inputs are constants, else its
+        converter; a constant-only op with a runtime input is an error."""
+        fold = FOLDERS.get(node.op_type)
+        if fold is not None:
+            args = self._constant_args(node)
+            if args is not None:
+                try:
+                    return [np.asarray(r) for r in fold(node, args)]
+                except (ValueError, IndexError) as e:  # NumPy's own checks
+                    raise node.error(
+                        f"cannot evaluate on its constant inputs: {e}"
+                    ) from None
+        convert = CONVERTERS.get(node.op_type)
+        if convert is None:
+            runtime = [n for n in node.inputs if n and isinstance(self.env[n], Value)]
+            raise node.error(
+                f"{node.op_type} is supported only on constant inputs so far "
+                "(initializers, Constant outputs and what folds from them, such as "
+                f"shape computations), but input(s) {runtime} are runtime tensors"
+            )
+        return convert(self, node)
+
+    def _constant_args(self, node: Node) -> list[Array | None] | None:
+        """The node's inputs as arrays (None for omitted optional inputs), or None
+        if one of them is a runtime value."""
+        args: list[Array | None] = []
+        for name in node.inputs:
+            if not name:
+                args.append(None)
+                continue
+            if name not in self.env:
+                raise node.error(f"tensor '{name}' is used before it is defined")
+            entry = self.env[name]
+            if isinstance(entry, Value):
+                return None
+            args.append(entry)
+        return args
+
     def _check_shape(self, node: Node, name: str, result: Value | Array) -> None:
         expected = self.inferred.get(name)
         got = tuple(result.shape)
@@ -161,6 +238,18 @@ class Importer:
             raise node.error(
                 f"qidao computed shape {list(got)} for output '{name}', but ONNX "
                 f"shape inference says {list(expected)}"
+            )
+        elem_type = self.inferred_dtype.get(name, 0)
+        if isinstance(result, Value) or elem_type == 0:
+            return
+        try:
+            got_type = int(helper.np_dtype_to_tensor_dtype(result.dtype))
+        except (KeyError, TypeError, ValueError):
+            got_type = 0
+        if got_type != elem_type:
+            raise node.error(
+                f"qidao computed dtype {result.dtype} for output '{name}', but ONNX "
+                f"shape inference says {helper.tensor_dtype_to_string(elem_type)}"
             )
 
     # ---- operand access for converters ------------------------------------------
