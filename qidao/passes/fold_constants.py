@@ -12,6 +12,12 @@ with ``s = scale / sqrt(var + epsilon)``, ``t = bias - mean * s`` (per channel: 
 ``b' = (b - mean) * s + bias``, all computed in float64 and rounded once to the
 element type.
 
+Shape computations (ONNX ``Shape``, ``ConstantOfShape``, integer arithmetic on
+shapes, ``Gather``/``Concat``/``Slice`` of them) never reach tg, whose shapes are
+static and whose compute ops are float-only: the ONNX importer evaluates them in
+NumPy while it reads the model (``qidao/frontend/onnx/fold.py``). This pass is the
+tg half of constant folding.
+
 Rules:
 - **Folding** evaluates a Pure tg op whose operands are all constant with the NumPy
   reference semantics (``qidao/dialects/tg/numpy_eval.py``) and replaces it with one
