@@ -5,6 +5,7 @@ y, = compiled(x)                         # NumPy in, NumPy out
 print(compiled.ir("affine"))             # any stage of the tower
 compiled.stats                           # kernels, buffers, peak/traffic bytes, times
 qidao.compile(model, mode="eager")       # every tg op its own kernel and buffer
+qidao.compile(model, schedule=fn)        # fn(s: Schedule), in the "schedule" stage
 
 Two modes pick which passes of the pipeline (``pipeline.STAGES``) run:
 
@@ -37,13 +38,23 @@ from qidao.compiler.debug import debug_level, emit
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES, Stage, check_stage
+from qidao.compiler.schedule import ScheduleSpec, apply_schedule
 from qidao.dialects.tg.types import dtype_name, is_row_major
+from qidao.passes.convert_parallel_to_gomp import ConvertParallelToGompPass
 from qidao.passes.plan_memory import memory_stats
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
 
 ENTRY = "main"
-_OPTIONS: dict[str, Any] = {"fuse": True, "opt_level": 3, "debug": None}
+_OPTIONS: dict[str, Any] = {
+    "fuse": True,
+    "opt_level": 3,
+    "debug": None,
+    "schedule": None,
+}
+SCHEDULE_STAGE = "schedule"
+"""A ``schedule=`` runs in this stage: ``ir("affine")`` shows the loops before it,
+``ir("schedule")`` after."""
 
 MODES: tuple[str, ...] = ("graph", "eager")
 """``graph``: the whole optimized pipeline; ``eager``: one kernel per tg op."""
@@ -138,7 +149,10 @@ def compile(
     optimized pipeline) or ``"eager"`` (one kernel and one buffer per tg op; see
     ``MODES``). Options: ``fuse`` (default True) runs the fusion pass in graph mode;
     ``opt_level`` (0-3, default 3) is LLVM's; ``debug`` (0-4) prints stages, IR and
-    timings to stderr (see ``qidao.compiler.debug``).
+    timings to stderr (see ``qidao.compiler.debug``); ``schedule`` (a function
+    taking a ``qidao.compiler.schedule.Schedule``, or a trace as Python or pipeline
+    text) rewrites the kernels' loops in the ``schedule`` stage, and
+    ``stats["schedule"]`` records the applied trace as Python.
     """
     if target != "cpu":
         raise ValueError(f"target '{target}' is not supported yet; use target='cpu'")
@@ -161,8 +175,16 @@ def compile(
     module = load_model(model)
     seconds["import"] = time.perf_counter() - start
     inputs, outputs = _signature(module)
+    applied: dict[str, Any] = {}
     stage_ir = lower(
-        module, fuse=bool(settings["fuse"]), seconds=seconds, debug=level, mode=mode
+        module,
+        fuse=bool(settings["fuse"]),
+        seconds=seconds,
+        debug=level,
+        mode=mode,
+        threads=min(threads, cores),
+        schedule=settings["schedule"],
+        applied=applied,
     )
     start = time.perf_counter()
     llvm_ir = llvm_ir_text(module)
@@ -176,6 +198,7 @@ def compile(
         **host_stats(stage_ir[HOST_STAGE]),
         "threads": min(threads, cores),
         "compile_seconds": seconds,
+        **applied,
     }
     if level >= 2:
         emit("llvm", llvm_ir)
@@ -221,8 +244,16 @@ def lower(
     seconds: dict[str, float] | None = None,
     debug: int = 0,
     mode: str = "graph",
+    threads: int = 0,
+    schedule: ScheduleSpec | None = None,
+    applied: dict[str, Any] | None = None,
 ) -> dict[str, ModuleOp]:
-    """Run every IR stage in place; return a snapshot of the module after each."""
+    """Run every IR stage in place; return a snapshot of the module after each.
+
+    ``threads`` is the thread count parallel loops start (0: libgomp's default).
+    ``schedule`` is applied at the end of ``SCHEDULE_STAGE``; its trace (Python)
+    goes to ``applied["schedule"]``.
+    """
     check_mode(mode)
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
@@ -231,7 +262,10 @@ def lower(
     for stage in STAGES:
         start = time.perf_counter()
         for name in stage_passes(stage, mode, fuse):
-            make_pass(name).apply(ctx, module)
+            pass_ = make_pass(name)
+            if isinstance(pass_, ConvertParallelToGompPass):
+                pass_ = ConvertParallelToGompPass(threads=threads)
+            pass_.apply(ctx, module)
             try:
                 module.verify()
             except Exception as err:
@@ -240,6 +274,10 @@ def lower(
                 ) from err
             if debug >= 3:
                 emit(f"after pass {name}", str(module))
+        if schedule is not None and stage.name == SCHEDULE_STAGE:
+            scheduled = apply_schedule(module, schedule)
+            if applied is not None:
+                applied["schedule"] = scheduled.python()
         if seconds is not None:
             seconds[stage.name] = time.perf_counter() - start
         snapshots[stage.name] = module.clone()

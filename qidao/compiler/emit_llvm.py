@@ -1,7 +1,8 @@
 """The CPU code-generation stage: affine-level module -> llvm dialect -> LLVM IR text.
 
 ``lower_to_llvm_dialect`` runs, in place and verifying after each pass:
-``lower-affine``, ``convert-scf-to-cf`` (xDSL's, it handles iter_args),
+``lower-affine``, ``convert-parallel-to-gomp``, ``convert-scf-to-cf`` (xDSL's, it
+handles iter_args),
 ``convert-to-llvm``, ``reconcile-unrealized-casts``, ``dce``.
 
 ``llvm_ir_text`` translates the llvm-dialect module to LLVM IR text for the host triple
@@ -20,6 +21,7 @@ from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
 
+from qidao.passes.convert_parallel_to_gomp import ConvertParallelToGompPass
 from qidao.passes.convert_to_llvm import ConvertToLLVMPass
 from qidao.passes.lower_affine import LowerAffinePass
 
@@ -28,6 +30,7 @@ def cpu_lowering_passes() -> list[ModulePass]:
     """The passes from affine loops to the llvm dialect, in order."""
     return [
         LowerAffinePass(),
+        ConvertParallelToGompPass(),
         ConvertScfToCf(),
         ConvertToLLVMPass(),
         ReconcileUnrealizedCastsPass(),

@@ -8,7 +8,8 @@
 | ``input``      | the tg graph as imported                         | a frontend         |
 | ``tg``         | the tg graph after graph passes                  | fold-constants, simplify, cse, layout, dce, fuse |
 | ``affine``     | host function + one named loop nest per kernel   | convert-tg-to-affine, plan-memory |
-| ``scf``        | structured loops (scf.for) over index math       | expand-math, lower-affine |
+| ``schedule``   | the same after the user's ``schedule=``          | split, reorder, ... (``qidao/compiler/schedule.py``) |
+| ``scf``        | structured loops (scf.for) over index math; parallel loops outlined | expand-math, lower-affine, convert-parallel-to-gomp |
 | ``cf``         | basic blocks and branches                        | convert-scf-to-cf  |
 | ``llvm-dialect`` | xDSL's llvm dialect, bare-pointer memrefs      | convert-to-llvm, reconcile-unrealized-casts, dce |
 | ``llvm``       | LLVM IR text, as handed to the JIT               | emit-llvm          |
@@ -41,9 +42,15 @@ STAGES: tuple[Stage, ...] = (
         "one named affine loop nest per kernel, buffers planned",
     ),
     Stage(
+        "schedule",
+        (),
+        "the kernels' loops after the schedule= given to qidao.compile (if any)",
+    ),
+    Stage(
         "scf",
-        ("expand-math", "lower-affine"),
-        "scf.for loops over index arithmetic; exp/log/tanh as vectorizable polynomials",
+        ("expand-math", "lower-affine", "convert-parallel-to-gomp"),
+        "scf.for loops over index arithmetic; exp/log/tanh as vectorizable polynomials; "
+        "parallel loops outlined and started with GOMP_parallel",
     ),
     Stage("cf", ("convert-scf-to-cf",), "basic blocks and branches"),
     Stage(

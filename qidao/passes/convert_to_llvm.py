@@ -39,13 +39,14 @@ from xdsl.dialects import builtin, func, llvm, memref
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from qidao.passes import _llvm_arith, _llvm_func, _llvm_memref
+from qidao.passes import _llvm_arith, _llvm_func, _llvm_memref, _llvm_parallel
 from qidao.passes._llvm_lowering import Handler, LoweringError
 
 HANDLERS: dict[type[Operation], Handler] = {
     **_llvm_arith.HANDLERS,
     **_llvm_memref.HANDLERS,
     **_llvm_func.HANDLERS,
+    **_llvm_parallel.HANDLERS,
 }
 
 

@@ -12,10 +12,19 @@ attributes naming the host.
 
 A ``JitModule`` owns its execution engine: keep it referenced as long as any function
 address taken from it may be called (``NativeFunction`` does this).
+
+Parallel loops call libgomp (``GOMP_parallel``, ``omp_get_thread_num``, ...). When the
+IR names one of its entry points, ``load_openmp_runtime`` first loads ``libgomp.so.1``
+into the process (once): the system's, or else the copy bundled in PyTorch's ``lib``
+folder. If torch already loaded its libgomp, the loader returns that same library, so
+the process keeps one OpenMP runtime and one thread pool.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
+import os
 import re
 import threading
 
@@ -27,6 +36,69 @@ _initialized = False
 
 class JitError(RuntimeError):
     """LLVM rejected the IR or could not compile it."""
+
+
+class OpenMPRuntimeError(JitError):
+    """The IR calls libgomp, and no libgomp.so.1 could be loaded."""
+
+
+_OPENMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+_openmp_library: str | None = None
+_openmp_handles: list[ctypes.CDLL] = []
+_DLOPEN_MODE = os.RTLD_GLOBAL | getattr(os, "RTLD_NODELETE", 0)
+
+
+def _torch_lib_dir() -> str | None:
+    """PyTorch's bundled library folder, found without importing torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(next(iter(spec.submodule_search_locations)), "lib")
+
+
+def load_openmp_runtime() -> str:
+    """Load libgomp into the process once; return the name or path it came from.
+
+    Tries ``libgomp.so.1`` (the dynamic loader's search, which also finds a copy
+    already loaded by torch), then ``<torch>/lib/libgomp.so.1``. Raises
+    ``OpenMPRuntimeError`` saying how to get one when neither loads.
+    """
+    global _openmp_library
+    _initialize()
+    with _init_lock:
+        if _openmp_library is not None:
+            return _openmp_library
+        candidates = ["libgomp.so.1"]
+        torch_lib = _torch_lib_dir()
+        if torch_lib is not None:
+            candidates.append(os.path.join(torch_lib, "libgomp.so.1"))
+        failures: list[str] = []
+        for candidate in candidates:
+            try:
+                # RTLD_NODELETE: never unmapped, not even by the dlclose that LLVM's
+                # static destructors run at exit while libgomp's workers still spin
+                # in its code (that crashed the process at exit)
+                handle = ctypes.CDLL(candidate, mode=_DLOPEN_MODE)
+                llvm.load_library_permanently(candidate)
+            except (OSError, RuntimeError) as err:
+                failures.append(f"{candidate}: {err}")
+                continue
+            if all(llvm.address_of_symbol(s) for s in _OPENMP_SYMBOLS):
+                _openmp_handles.append(handle)
+                _openmp_library = candidate
+                return candidate
+            failures.append(f"{candidate}: loaded, but it lacks {_OPENMP_SYMBOLS}")
+        raise OpenMPRuntimeError(
+            "this model has parallel loops, which run on libgomp (GCC's OpenMP "
+            "runtime), and no libgomp.so.1 could be loaded ("
+            + "; ".join(failures)
+            + "). Install it (Debian/Ubuntu: apt-get install libgomp1) or install "
+            "PyTorch, which bundles one; or compile without parallel loops."
+        )
+
+
+def _uses_openmp(llvm_ir: str) -> bool:
+    return any(f"@{s}(" in llvm_ir or f'@"{s}"(' in llvm_ir for s in _OPENMP_SYMBOLS)
 
 
 def _initialize() -> None:
@@ -77,6 +149,8 @@ class JitModule:
 
     def __init__(self, llvm_ir: str, opt_level: int = 3) -> None:
         _initialize()
+        if _uses_openmp(llvm_ir):
+            load_openmp_runtime()
         cpu, features = host_cpu()
         self.source_ir = llvm_ir
         try:
