@@ -405,6 +405,24 @@ def in_bounds(expr: AffineExpr, lo: int, hi: int, size: int) -> list[AffineExpr]
     return conditions
 
 
+def window_index(
+    out: AffineExpr,
+    tap: AffineExpr,
+    stride: int,
+    pad: int,
+    dilation: int,
+    out_size: int,
+    kernel: int,
+    in_size: int,
+) -> tuple[AffineExpr, list[AffineExpr]]:
+    """One spatial axis of a sliding window (conv, pool): the input index
+    ``out * stride - pad + tap * dilation`` and the conditions that keep it inside
+    ``[0, in_size)`` (only the ones padding can break)."""
+    index = add(add(mul(out, stride), const(-pad)), mul(tap, dilation))
+    top = (out_size - 1) * stride - pad + (kernel - 1) * dilation
+    return index, in_bounds(index, -pad, top, in_size)
+
+
 NEG_INF = -pymath.inf
 
 REDUCTION_FASTMATH = arith.FastMathFlagsAttr(

@@ -21,12 +21,11 @@ from qidao.passes._tg_lower_common import (
     Kernel,
     Source,
     add,
-    const,
     dim,
     element_type,
-    in_bounds,
     mul,
     shape,
+    window_index,
 )
 from qidao.passes._tg_lower_constants import ConstantPool
 from qidao.passes._tg_lower_conv_nhwc import lower_conv2d_nhwc
@@ -63,13 +62,10 @@ def emit_conv2d(
     zero = em.constant(0.0, element_type(op.result))
 
     nd, fd, ohd, owd, cd, khd, kwd = (dim(d) for d in range(7))
-    row = add(add(mul(ohd, sh), const(-pt)), mul(khd, dh))
-    col = add(add(mul(owd, sw), const(-pl)), mul(kwd, dw))
+    row, row_inside = window_index(ohd, khd, sh, pt, dh, oh, kh, h)
+    col, col_inside = window_index(owd, kwd, sw, pl, dw, ow, kw, wd)
     channel: AffineExpr = cd if groups == 1 else add(mul(fd // fg, cg), cd)
-    conditions = [
-        *in_bounds(row, -pt, (oh - 1) * sh - pt + (kh - 1) * dh, h),
-        *in_bounds(col, -pl, (ow - 1) * sw - pl + (kw - 1) * dw, wd),
-    ]
+    conditions = [*row_inside, *col_inside]
 
     with em.nest(["n", "f", "oh", "ow"], [n, f_out, oh, ow]) as outer:
 

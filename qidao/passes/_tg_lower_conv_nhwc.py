@@ -38,12 +38,11 @@ from qidao.passes._tg_lower_common import (
     Kernel,
     Source,
     add,
-    const,
     dim,
     element_type,
-    in_bounds,
     mul,
     shape,
+    window_index,
 )
 from qidao.passes._tg_lower_constants import ConstantPool
 
@@ -75,12 +74,9 @@ def lower_conv2d_nhwc(
 
     # ivs: n, oh, ow, kh, kw, then g (only with groups), c, f
     nd, ohd, owd, khd, kwd = (dim(d) for d in range(5))
-    row = add(add(mul(ohd, sh), const(-pt)), mul(khd, dh))
-    col = add(add(mul(owd, sw), const(-pl)), mul(kwd, dw))
-    conditions = [
-        *in_bounds(row, -pt, (oh - 1) * sh - pt + (kh - 1) * dh, h),
-        *in_bounds(col, -pl, (ow - 1) * sw - pl + (kw - 1) * dw, wd),
-    ]
+    row, row_inside = window_index(ohd, khd, sh, pt, dh, oh, kh, h)
+    col, col_inside = window_index(owd, kwd, sw, pl, dw, ow, kw, wd)
+    conditions = [*row_inside, *col_inside]
 
     def channel_loops(ivs: list[SSAValue], group: AffineExpr | None) -> None:
         """``for c: for f:`` inside the window loops (and ``g``); ``c`` and ``f``

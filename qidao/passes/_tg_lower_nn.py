@@ -26,14 +26,11 @@ from qidao.passes._tg_lower_common import (
     NEG_INF,
     Kernel,
     Source,
-    add,
-    const,
     dim,
     element_type,
-    in_bounds,
     loop_names,
-    mul,
     shape,
+    window_index,
 )
 from qidao.passes._tg_lower_constants import ConstantPool
 from qidao.passes._tg_lower_pool_nhwc import lower_batch_norm_nhwc, lower_pool_nhwc
@@ -55,12 +52,9 @@ def lower_pool(
     n, c, oh, ow = shape(op.result)
     t = element_type(op.result)
     nd, cd, ohd, owd, khd, kwd = (dim(d) for d in range(6))
-    row = add(add(mul(ohd, sh), const(-pt)), mul(khd, dh))
-    col = add(add(mul(owd, sw), const(-pl)), mul(kwd, dw))
-    conditions = [
-        *in_bounds(row, -pt, (oh - 1) * sh - pt + (kh - 1) * dh, h),
-        *in_bounds(col, -pl, (ow - 1) * sw - pl + (kw - 1) * dw, w),
-    ]
+    row, row_inside = window_index(ohd, khd, sh, pt, dh, oh, kh, h)
+    col, col_inside = window_index(owd, kwd, sw, pl, dw, ow, kw, w)
+    conditions = [*row_inside, *col_inside]
     is_max = isinstance(op, tg.MaxPool2dOp)
     count_real = (
         isinstance(op, tg.AvgPool2dOp)
