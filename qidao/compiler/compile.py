@@ -40,7 +40,6 @@ from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES, Stage, check_stage
 from qidao.compiler.schedule import ScheduleSpec, apply_schedule
 from qidao.dialects.tg.types import dtype_name, is_row_major
-from qidao.passes.convert_parallel_to_gomp import ConvertParallelToGompPass
 from qidao.passes.plan_memory import memory_stats
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
@@ -262,10 +261,8 @@ def lower(
     for stage in STAGES:
         start = time.perf_counter()
         for name in stage_passes(stage, mode, fuse):
-            pass_ = make_pass(name)
-            if isinstance(pass_, ConvertParallelToGompPass):
-                pass_ = ConvertParallelToGompPass(threads=threads)
-            pass_.apply(ctx, module)
+            options = {"threads": threads} if name == "convert-parallel-to-gomp" else {}
+            make_pass(name, **options).apply(ctx, module)
             try:
                 module.verify()
             except Exception as err:

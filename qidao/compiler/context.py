@@ -19,14 +19,15 @@ def make_context() -> Context:
     return ctx
 
 
-def make_pass(name: str) -> ModulePass:
-    """The pass called ``name``: qidao's own first, then xDSL's."""
+def make_pass(name: str, **options: object) -> ModulePass:
+    """The pass called ``name`` with ``options`` (its dataclass fields): qidao's own
+    first, then xDSL's."""
     ours = all_passes()
     if name in ours:
-        return ours[name]()()
+        return ours[name]()(**options)
     theirs = get_all_passes()
     if name in theirs:
-        return theirs[name]()()
+        return theirs[name]()(**options)
     raise ValueError(
         f"unknown pass '{name}'; qidao's passes are {', '.join(sorted(ours))}, "
         "and every xDSL pass is known too (`qidao-opt --help` lists them all)"
