@@ -8,7 +8,8 @@
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
-(``book``, ``chain``, ``call16``; default ``book``).
+(``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
+``call16``; default ``book``).
 """
 
 from __future__ import annotations
