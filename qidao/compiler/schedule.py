@@ -80,6 +80,7 @@ PASS_OF = {
     "fuse": "loop-fuse",
     "unroll": "unroll",
     "parallel": "parallel",
+    "vectorize": "vectorize",
 }
 """Schedule method -> the pass that implements it."""
 
@@ -112,6 +113,8 @@ class TraceEntry:
                 return {"kernel": self.kernel, "loop": loop, "factor": factor}
             case "parallel", (str() as loop,):
                 return {"kernel": self.kernel, "loop": loop}
+            case "vectorize", (str() as loop, int() as width):
+                return {"kernel": self.kernel, "loop": loop, "width": width}
         raise ValueError(f"malformed trace entry {self}")
 
     def pass_spec(self) -> str:
@@ -191,6 +194,11 @@ class Schedule:
         """Unroll ``loop`` by ``factor`` (0: fully), a ``<loop>_rem`` loop taking
         the remainder."""
         self._apply(TraceEntry("unroll", kernel, (loop, factor)))
+
+    def vectorize(self, kernel: str, loop: str, width: int = 16) -> None:
+        """Run the innermost ``loop`` ``width`` iterations at a time on vectors
+        (see ``qidao/passes/vectorize.py``)."""
+        self._apply(TraceEntry("vectorize", kernel, (loop, width)))
 
     def parallel(self, kernel: str, loop: str) -> None:
         """Run ``loop``'s iterations on worker threads (the ``parallel`` pass)."""
@@ -320,6 +328,9 @@ def _parse_pipeline(text: str) -> list[TraceEntry]:
             case "unroll":
                 factor = int(one("factor")) if "factor" in options else 0
                 args = (str(one("loop")), factor)
+            case "vectorize":
+                width = int(one("width")) if "width" in options else 16
+                args = (str(one("loop")), width)
             case "reorder":
                 names = [str(v) for v in options.get("loops", ())]
                 args = tuple(

@@ -41,12 +41,14 @@ from xdsl.passes import ModulePass
 
 from qidao.passes import _llvm_arith, _llvm_func, _llvm_memref, _llvm_parallel
 from qidao.passes._llvm_lowering import Handler, LoweringError
+from qidao.passes._llvm_vector import HANDLERS as VECTOR_HANDLERS
 
 HANDLERS: dict[type[Operation], Handler] = {
     **_llvm_arith.HANDLERS,
     **_llvm_memref.HANDLERS,
     **_llvm_func.HANDLERS,
     **_llvm_parallel.HANDLERS,
+    **VECTOR_HANDLERS,
 }
 
 
