@@ -22,6 +22,7 @@ from qidao.compiler.compile import Compiled
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.pipeline import STAGES
+from qidao.compiler.schedule import Schedule
 from qidao.frontend.builder import Graph
 from qidao.passes import all_passes
 from qidao.passes._loops import IllegalScheduleError, LoopNotFoundError
@@ -269,3 +270,26 @@ def test_compile_with_a_parallel_schedule(threads: int) -> None:
     assert f"i32 {threads}, i32 0)" in compiled.ir("llvm")
     a, m = randn(37, 29), randn(29, 23)
     np.testing.assert_allclose(compiled(a, m)[0], a @ m, rtol=1e-5, atol=1e-5)
+
+
+def test_parallel_outer_loop_of_a_vectorized_matmul() -> None:
+    """The README's schedule: vector loads/stores inside a parallel loop are checked
+    (each covers W elements of the last dimension) and the result is right."""
+    g = Graph("main")
+    x = g.input("x", (64, 32))
+    w = g.input("w", (32, 48))
+    g.output(g.matmul(x, w))
+
+    def schedule(s: Schedule) -> None:
+        k = "main_k0_matmul"
+        s.split(k, "i", 8)
+        s.reorder(k, "i_o", "k", "i_i", "j")
+        s.vectorize(k, "j", 16)
+        s.parallel(k, "i_o")
+
+    compiled = qidao.compile(g, schedule=schedule, threads=2)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 32), dtype=np.float32)
+    b = rng.standard_normal((32, 48), dtype=np.float32)
+    np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)
+    assert "GOMP_parallel" in compiled.ir("llvm")

@@ -73,16 +73,17 @@ After:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, builtin, func, memref, scf
+from xdsl.dialects import affine, arith, builtin, func, memref, scf, vector
 from xdsl.dialects.builtin import (
     DictionaryAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
     UnitAttr,
+    VectorType,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import (
@@ -402,6 +403,21 @@ class _Checker:
                 found.append(
                     _Access(op, op.memref, indices, isinstance(op, memref.StoreOp))
                 )
+            elif isinstance(op, vector.LoadOp | vector.StoreOp):
+                # A vector access covers W consecutive elements of the last
+                # dimension: widen that index's range by W - 1.
+                indices = [self.index.value(v) for v in op.indices]
+                vector_type = (
+                    op.result if isinstance(op, vector.LoadOp) else op.vector
+                ).type
+                assert isinstance(vector_type, VectorType)
+                last = indices[-1] if indices else None
+                if last is not None:
+                    width = vector_type.get_shape()[-1]
+                    indices[-1] = replace(last, hi=last.hi + width - 1)
+                found.append(
+                    _Access(op, op.base, indices, isinstance(op, vector.StoreOp))
+                )
             elif not self.understood(op):
                 raise self.fail(
                     f"it contains '{op.name}', whose effects on memory the parallel "
@@ -485,7 +501,9 @@ class _Checker:
             return ", ".join(
                 _format(r, names, op.map.data.num_dims) for r in op.map.data.results
             )
-        assert isinstance(op, memref.StoreOp | memref.LoadOp)
+        assert isinstance(
+            op, memref.StoreOp | memref.LoadOp | vector.LoadOp | vector.StoreOp
+        )
         return ", ".join(_name(v) for v in op.indices)
 
 
