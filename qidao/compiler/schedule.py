@@ -81,6 +81,7 @@ PASS_OF = {
     "unroll": "unroll",
     "parallel": "parallel",
     "vectorize": "vectorize",
+    "cache_write": "cache-write",
 }
 """Schedule method -> the pass that implements it."""
 
@@ -115,6 +116,8 @@ class TraceEntry:
                 return {"kernel": self.kernel, "loop": loop}
             case "vectorize", (str() as loop, int() as width):
                 return {"kernel": self.kernel, "loop": loop, "width": width}
+            case "cache_write", (str() as loop,):
+                return {"kernel": self.kernel, "loop": loop}
         raise ValueError(f"malformed trace entry {self}")
 
     def pass_spec(self) -> str:
@@ -199,6 +202,12 @@ class Schedule:
         """Run the innermost ``loop`` ``width`` iterations at a time on vectors
         (see ``qidao/passes/vectorize.py``)."""
         self._apply(TraceEntry("vectorize", kernel, (loop, width)))
+
+    def cache_write(self, kernel: str, loop: str) -> None:
+        """Accumulate the tile of the memref that ``loop``'s body writes in a local
+        buffer, copied in at the top of the body and back at its end (see
+        ``qidao/passes/cache_write.py``)."""
+        self._apply(TraceEntry("cache_write", kernel, (loop,)))
 
     def parallel(self, kernel: str, loop: str) -> None:
         """Run ``loop``'s iterations on worker threads (the ``parallel`` pass)."""
@@ -338,6 +347,8 @@ def _parse_pipeline(text: str) -> list[TraceEntry]:
                 )
             case "fuse":
                 args = (str(one("outer")), str(one("inner")))
+            case "cache_write":
+                args = (str(one("loop")),)
             case _:
                 args = (str(one("loop")),)
         entries.append(TraceEntry(method, kernel, args))

@@ -130,7 +130,11 @@ def _alloca(op: Operation, fl: FunctionLowering) -> None:
     t = _memref_type(op.memref)
     count = fl.const(max(1, footprint(t)))
     alloca = llvm.AllocaOp(count, t.element_type, alignment=ALIGNMENT)
-    fl.bind(op.memref, fl.emit_value(alloca))
+    # llvmlite types an alloca's pointer by its element (float*) and then refuses
+    # vector stores through it; a no-op bitcast makes it an opaque ptr like every
+    # other memref pointer.
+    opaque = llvm.BitcastOp(fl.emit_value(alloca), llvm.LLVMPointerType())
+    fl.bind(op.memref, fl.emit_value(opaque))
 
 
 def _dealloc(op: Operation, fl: FunctionLowering) -> None:
