@@ -102,6 +102,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from qidao.compiler.bench import BACKENDS, format_table, run_bench
     from qidao.compiler.examples import EXAMPLES
 
+    if "ladder" in args.workloads:  # the special workload: the schedule ladder
+        return cmd_bench_ladder(args)
     unknown = [w for w in args.workloads if w not in EXAMPLES]
     bad_backends = [b for b in args.backends or () if b not in BACKENDS]
     if unknown or bad_backends:
@@ -114,12 +116,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
         backends=args.backends or BACKENDS,
         threads=args.threads,
         min_time=args.min_time,
-        csv_path=Path(args.csv),
-        plot_path=Path(args.plot) if args.plot else None,
+        csv_path=Path(args.csv or "bench-results/bench.csv"),
+        plot_path=_plot_path(args, "bench-results/bench.png"),
     )
     print(format_table(results))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
     return 1 if any(r.error for r in results) else 0
+
+
+def _plot_path(args: argparse.Namespace, default: str) -> Path | None:
+    """``--plot PATH``, ``--plot`` alone (``default``), or no plot."""
+    if args.plot is None:
+        return None
+    args.plot = args.plot or default
+    return Path(args.plot)
+
+
+def cmd_bench_ladder(args: argparse.Namespace) -> int:
+    from qidao.compiler.ladder import format_table, run_ladder
+
+    if args.workloads != ["ladder"] or args.backends:
+        raise ValueError("'ladder' runs alone: qidao bench ladder [--size N] ...")
+    args.csv = args.csv or "bench-results/ladder.csv"
+    rows = run_ladder(
+        n=args.size,
+        threads=args.threads,
+        min_time=args.min_time,
+        csv_path=Path(args.csv),
+        plot_path=_plot_path(args, "bench-results/ladder.png"),
+    )
+    print(format_table(rows))
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 1 if any(r.error for r in rows) else 0
 
 
 def cmd_tour(args: argparse.Namespace) -> int:
@@ -202,19 +230,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="time built-in workloads against PyTorch eager")
     p.add_argument(
-        "workloads", nargs="*", help="built-in models (default: chain call16)"
+        "workloads",
+        nargs="*",
+        help="built-in models (default: chain call16), or 'ladder': matmul N×N up "
+        "the schedule ladder (naive, split, reorder, vectorize, parallel, ...)",
     )
     p.add_argument(
         "--backends",
         nargs="*",
         help="torch, qidao, qidao-raw, numpy (default: all that apply)",
     )
-    p.add_argument("--plot", help="write a PNG bar chart of the speedups here")
+    p.add_argument(
+        "--plot",
+        nargs="?",
+        const="",
+        help="write a PNG bar chart here (alone: bench-results/<bench|ladder>.png)",
+    )
+    p.add_argument("--size", type=int, default=1024, help="ladder: matmul N×N")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument(
         "--min-time", type=float, default=1.0, help="seconds of timing per run"
     )
-    p.add_argument("--csv", default="bench-results/bench.csv")
+    p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
     p.set_defaults(run=cmd_bench)
     return parser
 
