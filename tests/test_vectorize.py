@@ -113,3 +113,12 @@ def test_reduction_in_registers_is_refused() -> None:
     s = Schedule.for_model(g)
     with pytest.raises(IllegalScheduleError, match="iter_args"):
         s.vectorize("main_k0_reduce_sum", "r0", 16)
+
+
+def test_every_lanewise_op_has_a_vector_lowering() -> None:
+    """vectorize accepts exactly the ops the vector lowering knows how to emit."""
+    from qidao.passes import _llvm_vector
+    from qidao.passes.vectorize import LANEWISE
+
+    lowered = set(_llvm_vector._SAME_OP) | set(_llvm_vector._INTRINSIC)
+    assert set(LANEWISE) == lowered
