@@ -82,6 +82,9 @@ PASS_OF = {
     "parallel": "parallel",
     "vectorize": "vectorize",
     "cache_write": "cache-write",
+    "cache_read": "cache-read",
+    "compute_at": "compute-at",
+    "bind": "bind",
 }
 """Schedule method -> the pass that implements it."""
 
@@ -118,6 +121,12 @@ class TraceEntry:
                 return {"kernel": self.kernel, "loop": loop, "width": width}
             case "cache_write", (str() as loop,):
                 return {"kernel": self.kernel, "loop": loop}
+            case "cache_read", (str() as loop, str() as buffer):
+                return {"kernel": self.kernel, "loop": loop, "buffer": buffer}
+            case "compute_at", (str() as nest, str() as loop):
+                return {"kernel": self.kernel, "nest": nest, "loop": loop}
+            case "bind", (str() as loop, str() as axis):
+                return {"kernel": self.kernel, "loop": loop, "axis": axis}
         raise ValueError(f"malformed trace entry {self}")
 
     def pass_spec(self) -> str:
@@ -208,6 +217,24 @@ class Schedule:
         buffer, copied in at the top of the body and back at its end (see
         ``qidao/passes/cache_write.py``)."""
         self._apply(TraceEntry("cache_write", kernel, (loop,)))
+
+    def cache_read(self, kernel: str, loop: str, buffer: str) -> None:
+        """Stage the tile of the input ``buffer`` (a kernel argument's name, e.g.
+        ``"w"``) that ``loop``'s body reads in a local buffer, packed at the top of
+        the body (see ``qidao/passes/cache_read.py``)."""
+        self._apply(TraceEntry("cache_read", kernel, (loop, buffer)))
+
+    def compute_at(self, kernel: str, nest: str, loop: str) -> None:
+        """Move the top-level loop nest whose outermost loop is ``nest`` into the
+        body of ``loop`` (of another nest), computing only the part that body uses
+        (see ``qidao/passes/compute_at.py``)."""
+        self._apply(TraceEntry("compute_at", kernel, (nest, loop)))
+
+    def bind(self, kernel: str, loop: str, axis: str) -> None:
+        """Bind ``loop`` to a hardware axis: ``"threads"`` (CPU worker threads, as
+        ``parallel``) or ``"blockIdx.x"``/``"threadIdx.x"`` (and ``y``, ``z``) for
+        the GPU (see ``qidao/passes/bind.py``)."""
+        self._apply(TraceEntry("bind", kernel, (loop, axis)))
 
     def parallel(self, kernel: str, loop: str) -> None:
         """Run ``loop``'s iterations on worker threads (the ``parallel`` pass)."""
@@ -349,6 +376,12 @@ def _parse_pipeline(text: str) -> list[TraceEntry]:
                 args = (str(one("outer")), str(one("inner")))
             case "cache_write":
                 args = (str(one("loop")),)
+            case "cache_read":
+                args = (str(one("loop")), str(one("buffer")))
+            case "compute_at":
+                args = (str(one("nest")), str(one("loop")))
+            case "bind":
+                args = (str(one("loop")), str(one("axis")))
             case _:
                 args = (str(one("loop")),)
         entries.append(TraceEntry(method, kernel, args))
