@@ -11,6 +11,7 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, builtin, func, llvm, math, memref
 from xdsl.parser import Parser
 
+import qidao
 from qidao.compiler.emit_llvm import llvm_ir_text, lower_to_llvm_dialect
 from qidao.runtime.cpu import jit_compile
 from qidao.runtime.errors import ArgumentError
@@ -564,3 +565,18 @@ def test_elementwise_loop_uses_host_vectors() -> None:
     assert (
         "<16 x float>" in fn.jit.optimized_ir() or "x float>" in fn.jit.optimized_ir()
     )
+
+
+def test_outputs_of_a_page_or_more_are_64_byte_aligned() -> None:
+    from qidao.frontend.builder import Graph
+
+    for n in (1024, 1 << 18):  # an aligned fresh array, then a pooled one
+        g = Graph("main")
+        x = g.input("x", (n,))
+        g.output(x * 2.0)
+        compiled = qidao.compile(g)
+        data = np.arange(n, dtype=np.float32)
+        for _ in range(3):
+            (y,) = compiled(data)
+            assert y.ctypes.data % 64 == 0 and y.flags.c_contiguous
+            np.testing.assert_array_equal(y, data * 2)

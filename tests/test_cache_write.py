@@ -130,3 +130,27 @@ def test_errors_leave_the_module_unchanged() -> None:
         s.cache_write(K, "nope")
     assert str(s.module) == before
     assert len(s.trace) == 1
+
+
+@pytest.mark.parametrize("size", [(64, 48, 96), (60, 40, 50)])
+def test_no_copy_in_after_the_init_moves_into_the_tile(
+    size: tuple[int, int, int],
+) -> None:
+    """compute_at puts the init nest at the start of j_o's body: it overwrites the
+    whole (clipped) tile, so the copy-in is left out; the write-back stays."""
+
+    def schedule(s: Schedule) -> None:
+        s.split(K, "i", 8)
+        s.split(K, "j", 32)
+        s.reorder(K, "i_o", "j_o", "k", "i_i", "j_i")
+        s.compute_at(K, "i_init", "j_o")
+        s.cache_write(K, "j_o")
+
+    m, k, n = size
+    compiled = qidao.compile(matmul(m, k, n), schedule=schedule)
+    scheduled = compiled.ir("schedule")
+    assert "j_o_cw_i" not in scheduled
+    assert 'qd.loop = "j_o_wb_i1"' in scheduled
+    assert "affine.store %0, %acc[%i_init, %j_init]" in scheduled
+    x, w = rand(m, k), rand(k, n)
+    np.testing.assert_allclose(compiled(x, w)[0], x @ w, rtol=1e-4, atol=1e-4)

@@ -28,8 +28,9 @@ def test_builtin_examples_match_numpy(name: str) -> None:
     example = EXAMPLES[name]
     inputs = example.inputs(np.random.default_rng(1))
     got = qidao.compile(example.build())(*inputs)
+    rtol, atol = example.tolerance
     for g, want in zip(got, example.reference(*inputs), strict=True):
-        np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(g, want, rtol=min(rtol, 1e-6), atol=atol / 10)
 
 
 def test_every_stage_prints() -> None:
@@ -129,8 +130,8 @@ def test_bad_options_are_rejected_before_work() -> None:
         qidao.compile(graph, fusion=True)
     with pytest.raises(ValueError, match="threads must be a positive integer"):
         qidao.compile(graph, threads=0)
-    with pytest.raises(ValueError, match="target 'cuda' is not supported"):
-        qidao.compile(graph, target="cuda")
+    with pytest.raises(ValueError, match="unknown target 'tpu'"):
+        qidao.compile(graph, target="tpu")
     with pytest.raises(TypeError, match=r"qidao\.compile takes an onnx\.ModelProto"):
         qidao.compile(42)
     with pytest.raises(FileNotFoundError, match="no model file"):
@@ -201,9 +202,11 @@ def test_eager_and_graph_agree_on_builtin_examples(name: str) -> None:
     eager = qidao.compile(example.build(), mode="eager")
     graph = qidao.compile(example.build(), mode="graph")
     assert eager.mode == "eager" and graph.mode == "graph"
+    rtol, atol = example.tolerance
+    rtol, atol = min(rtol, 1e-6), atol / 10
     for e, g, w in zip(eager(*inputs), graph(*inputs), want, strict=True):
-        np.testing.assert_allclose(e, w, rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(e, w, rtol=rtol, atol=atol)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
 Arrays = list[np.ndarray]  # type: ignore[type-arg]

@@ -52,7 +52,18 @@ def test_missing_rungs_are_not_faked() -> None:
     )
     for r in ladder.rungs():
         assert (r.schedule is None) == bool(r.missing)
+    assert ladder.RUNGS["cache_read"].schedule is not None
     assert ladder.RUNGS["tuned"].schedule is None
+
+
+def test_cache_read_rung_packs_b() -> None:
+    s = Schedule.for_model(ladder.matmul_graph(N))
+    ladder.cache_read(s)
+    text = str(s.module)
+    assert f"%w_pack = memref.alloca() : memref<{N}x{ladder.REG_J}xf32>" in text
+    assert "qd.parallel" in text
+    # every load of B in the tile reads the pack; only the copy reads %w
+    assert text.count("vector.load %w[") == ladder.REG_J // ladder.WIDTH
 
 
 def test_size_must_fit_the_tiles() -> None:

@@ -246,7 +246,7 @@ def test_nhwc_conv_keeps_f_innermost() -> None:
     x = g.input("x", (1, 8, 6, 6))
     g.output(g.conv2d(x, rand(16, 8, 3, 3), rand(16), padding=1))
     paths = loop_paths(qidao.compile(with_layout(g.module())).module("affine"))
-    assert ["n", "oh", "ow", "f_init"] in paths
+    assert ["n_init", "oh_init", "ow_init", "f_init"] in paths
     assert ["n", "oh", "ow", "kh", "kw", "c", "f"] in paths
 
 

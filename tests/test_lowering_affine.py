@@ -146,6 +146,13 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<3x2xf32>",
         [["i0", "i1"]],
     ),
+    "tg.pad": (
+        f"%a: {T}",
+        f"%r = tg.pad %a low = [1, 0] high = [0, 0] value = 0.000000e+00 : {T} -> "
+        "tensor<3x3xf32>",
+        "%r : tensor<3x3xf32>",
+        [["i0", "i1", "i1_fill"]],
+    ),
     "tg.fused": (
         f"%a: {T}, %b: tensor<3xf32>",
         f"""%r = tg.fused %a, %b : ({T}, tensor<3xf32>) -> {T} {{
@@ -341,7 +348,18 @@ GROUPS: dict[str, tuple[str, str, str, list[str]]] = {
     %s = tg.add %m, %z : (tensor<5x2x4xf32>, tensor<4xf32>) -> tensor<5x2x4xf32>
     tg.yield %s : tensor<5x2x4xf32>""",
         "tensor<5x2x4xf32>",
-        ["b0_init", "i_init", "j_init", "b0", "i", "k", "j", "j_epi"],
+        [
+            "b0_init",
+            "i_init",
+            "j_init",
+            "b0",
+            "i",
+            "k",
+            "j",
+            "b0_epi",
+            "i_epi",
+            "j_epi",
+        ],
     ),
     "conv2d+epilogue": (
         f"%a: {NCHW}, %b: tensor<4x1x3x3xf32>, %c: tensor<4x1x1xf32>",

@@ -266,12 +266,18 @@ def test_compile_takes_trace_text_and_records_it() -> None:
     assert by_pipeline.ir("schedule") == by_python.ir("schedule") == str(s.module)
     (got,) = by_pipeline(*inputs)
     np.testing.assert_allclose(got, reference(*inputs), rtol=1e-5, atol=1e-5)
-    assert "schedule" not in qidao.compile(graph).stats
+    assert "schedule" not in qidao.compile(graph, schedule=None).stats
+    # the default schedules leave a 9x6x10 matmul as it is, and say why
+    default = qidao.compile(graph).stats
+    assert default["schedule"] == ""
+    assert default["default_schedule"] == {
+        "main_k0_matmul": "none: 9x6x10 is too small to tile"
+    }
 
 
 def test_bad_trace_text_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"expected s\.<primitive>"):
-        parse_trace('s.cache_read("k", "i")')
+        parse_trace('s.tile("k", "i")')
     with pytest.raises(ValueError, match="not a schedule primitive"):
         parse_trace("fuse")
 

@@ -18,7 +18,9 @@ Backends:
 
 A memory-bound workload states the bytes one call must move (``bytes_per_call``:
 inputs read once, outputs written once); every row of it reports GB/s = those bytes
-over the median, so ``chain24``'s rows read directly against ``copy24``'s.
+over the median, so ``chain24``'s rows read directly against ``copy24``'s. A
+compute-bound one (``matmul1024``, ``gemm512``, ``conv3x3``...) states its FLOPs
+per call and reports GFLOP/s.
 ``--plot PATH`` draws the speedups over PyTorch as a PNG bar chart (matplotlib).
 """
 
@@ -51,6 +53,7 @@ class Result:
     compile_s: float
     error: str = ""
     bytes_per_call: int = 0
+    flops_per_call: int = 0
 
     @property
     def gb_per_s(self) -> float | None:
@@ -58,6 +61,13 @@ class Result:
         if not self.bytes_per_call or self.error or self.median_us <= 0:
             return None
         return self.bytes_per_call / (self.median_us * 1e-6) / 1e9
+
+    @property
+    def gflop_per_s(self) -> float | None:
+        """FLOPs per call over the median, in GFLOP/s; None if not compute-bound."""
+        if not self.flops_per_call or self.error or self.median_us <= 0:
+            return None
+        return self.flops_per_call / (self.median_us * 1e-6) / 1e9
 
 
 def time_calls(fn: Callable[[], Any], min_time: float, max_runs: int) -> list[float]:
@@ -74,11 +84,16 @@ def time_calls(fn: Callable[[], Any], min_time: float, max_runs: int) -> list[fl
 
 
 def _check(
-    workload: str, backend: str, got: Sequence[Any], want: Sequence[Any]
+    workload: str,
+    backend: str,
+    got: Sequence[Any],
+    want: Sequence[Any],
+    tolerance: tuple[float, float] = (1e-4, 1e-5),
 ) -> None:
+    rtol, atol = tolerance
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         g = np.asarray(g)
-        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-4, atol=1e-5):
+        if g.shape != w.shape or not np.allclose(g, w, rtol=rtol, atol=atol):
             bad = (
                 np.unravel_index(np.argmax(np.abs(g - w)), w.shape)
                 if g.shape == w.shape
@@ -107,7 +122,13 @@ def run_worker(
         torch.set_num_threads(threads)
         args = [torch.from_numpy(a) for a in inputs]
         with torch.inference_mode():
-            _check(workload, backend, [example.torch_fn(*args).numpy()], want)
+            _check(
+                workload,
+                backend,
+                [example.torch_fn(*args).numpy()],
+                want,
+                example.tolerance,
+            )
 
             def call() -> Any:
                 return example.torch_fn(*args)
@@ -119,7 +140,7 @@ def run_worker(
         start = time.perf_counter()
         compiled = qidao.compile(example.build(), threads=threads)
         compile_s = time.perf_counter() - start
-        _check(workload, backend, compiled(*inputs), want)
+        _check(workload, backend, compiled(*inputs), want, example.tolerance)
         if backend == "qidao":
             times = time_calls(lambda: compiled(*inputs), min_time, max_runs)
         else:
@@ -127,7 +148,7 @@ def run_worker(
             addresses = [int(a.ctypes.data) for a in (*inputs, *outs)]
             cfunc = compiled.native.cfunc
             cfunc(*addresses)
-            _check(workload, backend, outs, want)
+            _check(workload, backend, outs, want, example.tolerance)
             times = time_calls(lambda: cfunc(*addresses), min_time, max_runs)
     elif backend == "numpy":
         numpy_fn = example.numpy_fn
@@ -135,7 +156,7 @@ def run_worker(
             raise ValueError(f"workload '{workload}' has no NumPy version")
         outs = [np.empty_like(w) for w in want]
         numpy_fn(*inputs, *outs)
-        _check(workload, backend, outs, want)
+        _check(workload, backend, outs, want, example.tolerance)
         times = time_calls(lambda: numpy_fn(*inputs, *outs), min_time, max_runs)
     else:
         raise ValueError(
@@ -157,7 +178,8 @@ def run_one(
     """Run one pair in a fresh process with its threads pinned."""
     from qidao.compiler.examples import get_example
 
-    bytes_per_call = get_example(workload).bytes_per_call
+    example = get_example(workload)
+    bytes_per_call, flops = example.bytes_per_call, example.flops_per_call
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
@@ -177,7 +199,15 @@ def run_one(
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return Result(
-            workload, backend, threads, float("nan"), 0, 0.0, last, bytes_per_call
+            workload,
+            backend,
+            threads,
+            float("nan"),
+            0,
+            0.0,
+            last,
+            bytes_per_call,
+            flops,
         )
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     times = data["times"]
@@ -189,6 +219,7 @@ def run_one(
         len(times),
         data["compile_s"],
         bytes_per_call=bytes_per_call,
+        flops_per_call=flops,
     )
 
 
@@ -247,6 +278,7 @@ def write_csv(results: Sequence[Result], path: Path) -> None:
                 "speedup_vs_torch",
                 "compile_s",
                 "gb_per_s",
+                "gflop_per_s",
                 "error",
             ]
         )
@@ -262,6 +294,7 @@ def write_csv(results: Sequence[Result], path: Path) -> None:
                     "" if s is None else f"{s:.3f}",
                     f"{r.compile_s:.3f}",
                     "" if r.gb_per_s is None else f"{r.gb_per_s:.2f}",
+                    "" if r.gflop_per_s is None else f"{r.gflop_per_s:.2f}",
                     r.error,
                 ]
             )
@@ -271,7 +304,7 @@ def format_table(results: Sequence[Result]) -> str:
     ratio = speedups(results)
     rows = [
         f"{'workload':<10} {'backend':<10} {'thr':>3} {'median':>12} {'vs torch':>9} "
-        f"{'GB/s':>7} {'runs':>6} {'compile':>8}"
+        f"{'GB/s':>7} {'GFLOP/s':>8} {'runs':>6} {'compile':>8}"
     ]
     for r in results:
         if r.error:
@@ -285,11 +318,12 @@ def format_table(results: Sequence[Result]) -> str:
             if r.median_us < 1e4
             else f"{r.median_us / 1e3:,.2f} ms"
         )
-        gb = r.gb_per_s
+        gb, gf = r.gb_per_s, r.gflop_per_s
         rows.append(
             f"{r.workload:<10} {r.backend:<10} {r.threads:>3} {median:>12} "
             f"{'' if s is None else f'{s:.2f}x':>9} "
-            f"{'' if gb is None else f'{gb:.1f}':>7} {r.runs:>6} "
+            f"{'' if gb is None else f'{gb:.1f}':>7} "
+            f"{'' if gf is None else f'{gf:.1f}':>8} {r.runs:>6} "
             f"{f'{r.compile_s:.2f} s' if r.compile_s else '':>8}"
         )
     copy = copy_bandwidth(results)

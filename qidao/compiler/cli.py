@@ -4,8 +4,10 @@
     qidao compile MODEL --emit affine
     qidao compile MODEL --stats     # kernels, launches, buffers, bytes: eager vs graph
     qidao compile MODEL --mode eager --emit affine
+    qidao compile MODEL --target cuda --emit cuda   # CUDA C + launch plan
     qidao run MODEL --inputs in.npz --save out.npz
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
+    qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
 (``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
@@ -55,7 +57,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
         eager = _compile(args.model, args.debug, mode="eager")
         print(stats_table(graph, eager))
         return 0
-    compiled = _compile(args.model, args.debug, mode=args.mode, fuse=not args.no_fuse)
+    if args.emit == "cuda" and args.target != "cuda":
+        raise SystemExit("qidao: --emit cuda needs --target cuda")
+    compiled = _compile(
+        args.model,
+        args.debug,
+        mode=args.mode,
+        fuse=not args.no_fuse,
+        **({"target": args.target} if args.target != "cpu" else {}),
+    )
     text = compiled.ir(args.emit)
     if args.output:
         Path(args.output).write_text(text)
@@ -207,7 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compile", help="compile a model and print one stage")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
     p.add_argument(
-        "--emit", default="tg", choices=STAGE_NAMES, help="the stage to print"
+        "--emit",
+        default="tg",
+        choices=(*STAGE_NAMES, "cuda"),
+        help="the stage to print (cuda: the CUDA C and launch plan, with --target "
+        "cuda)",
+    )
+    p.add_argument(
+        "--target",
+        default="cpu",
+        choices=("cpu", "cuda"),
+        help="cpu (default) or cuda: CUDA C for the loops a schedule binds to "
+        "blockIdx/threadIdx (no GPU needed to print it)",
     )
     p.add_argument(
         "--stats",
@@ -253,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
     p.set_defaults(run=cmd_bench)
+
+    from qidao.compiler.tune.cli import add_tune_parser
+
+    add_tune_parser(sub)  # qidao tune: qidao/compiler/tune/cli.py
     return parser
 
 

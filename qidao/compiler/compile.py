@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,11 +35,13 @@ from xdsl.dialects.builtin import (
 
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import debug_level, emit
+from qidao.compiler.defaults import default_schedule
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES, Stage, check_stage
-from qidao.compiler.schedule import ScheduleSpec, apply_schedule
+from qidao.compiler.schedule import Schedule, ScheduleSpec, apply_schedule
 from qidao.dialects.tg.types import dtype_name, is_row_major
+from qidao.passes.bind import refuse_gpu_bindings
 from qidao.passes.plan_memory import memory_stats
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
@@ -49,7 +51,8 @@ _OPTIONS: dict[str, Any] = {
     "fuse": True,
     "opt_level": 3,
     "debug": None,
-    "schedule": None,
+    "schedule": "default",
+    "records": None,
 }
 SCHEDULE_STAGE = "schedule"
 """A ``schedule=`` runs in this stage: ``ir("affine")`` shows the loops before it,
@@ -151,10 +154,20 @@ def compile(
     timings to stderr (see ``qidao.compiler.debug``); ``schedule`` (a function
     taking a ``qidao.compiler.schedule.Schedule``, or a trace as Python or pipeline
     text) rewrites the kernels' loops in the ``schedule`` stage, and
-    ``stats["schedule"]`` records the applied trace as Python.
+    ``stats["schedule"]`` records the applied trace as Python. The default,
+    ``schedule="default"``, applies a default schedule per kernel kind
+    (``qidao.compiler.defaults``; ``stats["default_schedule"]`` says what each
+    kernel got and why); ``schedule=None`` keeps the loops as lowered.
+    ``records`` (a ``qidao tune`` JSON-lines file) gives each kernel with a record
+    for its workload, this CPU and ``threads`` its best tuned trace; the other
+    kernels get ``schedule`` (``stats["records"]`` says which got what).
     """
+    if target == "cuda":  # CUDA C + launch plan: qidao/compiler/cuda
+        from qidao.compiler.cuda import compile_cuda
+
+        return compile_cuda(model, mode, threads=threads, **options)  # type: ignore[return-value]
     if target != "cpu":
-        raise ValueError(f"target '{target}' is not supported yet; use target='cpu'")
+        raise ValueError(f"unknown target '{target}'; the targets are: cpu, cuda")
     check_mode(mode)
     cores = os.cpu_count() or 1
     if threads is None:
@@ -175,6 +188,15 @@ def compile(
     seconds["import"] = time.perf_counter() - start
     inputs, outputs = _signature(module)
     applied: dict[str, Any] = {}
+    schedule = settings["schedule"]
+    if isinstance(schedule, str) and schedule == "default":
+        schedule = _default_schedule(min(threads, cores), applied)
+    if settings["records"] is not None:  # tuned traces win: qidao/compiler/tune
+        from qidao.compiler.tune.records import records_schedule
+
+        schedule = records_schedule(
+            settings["records"], min(threads, cores), schedule, applied
+        )
     stage_ir = lower(
         module,
         fuse=bool(settings["fuse"]),
@@ -182,7 +204,7 @@ def compile(
         debug=level,
         mode=mode,
         threads=min(threads, cores),
-        schedule=settings["schedule"],
+        schedule=schedule,
         applied=applied,
     )
     start = time.perf_counter()
@@ -213,6 +235,18 @@ def compile(
             + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()),
         )
     return Compiled(stage_ir, llvm_ir, jit, native, stats, mode)
+
+
+def _default_schedule(
+    threads: int, applied: dict[str, Any]
+) -> Callable[[Schedule], None]:
+    """The default schedules as a schedule function; what each kernel got goes to
+    ``applied["default_schedule"]``."""
+
+    def apply(s: Schedule) -> None:
+        applied["default_schedule"] = default_schedule(s, threads)
+
+    return apply
 
 
 def check_mode(mode: object) -> str:
@@ -273,6 +307,7 @@ def lower(
                 emit(f"after pass {name}", str(module))
         if schedule is not None and stage.name == SCHEDULE_STAGE:
             scheduled = apply_schedule(module, schedule)
+            refuse_gpu_bindings(module)  # the CPU stages would run them serially
             if applied is not None:
                 applied["schedule"] = scheduled.python()
         if seconds is not None:

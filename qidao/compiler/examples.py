@@ -11,29 +11,13 @@ preallocated output) gets a ``numpy`` row too.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from qidao.compiler.examples_base import Arrays, Example
+from qidao.compiler.examples_dense import DENSE_EXAMPLES
 from qidao.frontend.builder import Graph
-
-Arrays = list[np.ndarray[Any, Any]]
-
-
-@dataclass(frozen=True)
-class Example:
-    name: str
-    summary: str
-    build: Callable[[], Graph]
-    inputs: Callable[[np.random.Generator], Arrays]
-    reference: Callable[..., Arrays]
-    torch_fn: Callable[..., Any]
-    bytes_per_call: int = 0
-    """Bytes a fused kernel reads and writes per call; 0 when GB/s means nothing."""
-    numpy_fn: Callable[..., None] | None = None
-    """``numpy_fn(*inputs, *outputs)`` computes into preallocated outputs."""
 
 
 def _book_graph() -> Graph:
@@ -273,6 +257,7 @@ EXAMPLES: dict[str, Example] = {
             _small_reference,
             _small_torch,
         ),
+        *DENSE_EXAMPLES,
     )
 }
 

@@ -12,8 +12,9 @@ table and the CSV. Rungs, cumulative::
     parallel   i_o on ``threads`` libgomp threads (threads=1: the previous rung)
     cache_write an 8 × 32 register tile of C in a local buffer, unrolled, i_o
                parallel (only when ``Schedule`` has ``cache_write``)
-    cache_read (packing), tuned: rows "not implemented yet" until the Schedule has
-               the primitive / the tuner exists; never faked.
+    cache_read the same tile with j_o outermost and B's K × 32 panel packed into a
+               contiguous local buffer once per j_o; j_o parallel
+    tuned      a row "not implemented yet" until the tuner exists; never faked.
 
 Every rung and baseline runs in its own process (``python -m qidao.compiler.ladder
 worker KIND NAME N THREADS CALLS``) with ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``/
@@ -117,6 +118,30 @@ def cache_write(s: Schedule) -> None:
     s.parallel(KERNEL, "i_o")
 
 
+def cache_read(s: Schedule) -> None:
+    """The register tile of the rung before on a packed panel of B: j_o outermost
+    (``reorder(j_o, i_o, k, i_i, j_i)``), the K × REG_J panel of B copied once per
+    j_o into a contiguous local buffer (``cache_read`` at j_o, its copy vectorized),
+    so the tile streams 128-byte rows instead of rows N floats apart; the C tile in
+    registers (``cache_write`` at i_o), j_o on worker threads (each packs its own
+    panels)."""
+    s.split(KERNEL, "i", REG_I)
+    s.split(KERNEL, "j", REG_J)
+    s.reorder(KERNEL, "j_o", "i_o", "k", "i_i", "j_i")
+    s.cache_write(KERNEL, "i_o")
+    s.cache_read(KERNEL, "j_o", "w")
+    s.parallel(KERNEL, "j_o")
+    s.vectorize(KERNEL, "j_i", WIDTH)
+    s.vectorize(KERNEL, "i_o_cw_i1", WIDTH)
+    s.vectorize(KERNEL, "i_o_wb_i1", WIDTH)
+    s.vectorize(KERNEL, "j_o_cr_i1", WIDTH)
+    s.unroll(KERNEL, "j_i", 0)
+    s.unroll(KERNEL, "i_i", 0)
+    s.unroll(KERNEL, "i_o_cw_i0", 0)
+    s.unroll(KERNEL, "i_o_wb_i0", 0)
+    s.unroll(KERNEL, "j_o_cr_i1", 0)
+
+
 @dataclass(frozen=True)
 class Rung:
     name: str
@@ -141,13 +166,7 @@ def rungs() -> list[Rung]:
         ladder.append(
             Rung("cache_write", None, "not implemented yet: Schedule.cache_write")
         )
-    ladder.append(
-        Rung(
-            "cache_read",
-            None,
-            "not implemented yet: Schedule.cache_read (packing)",
-        )
-    )
+    ladder.append(Rung("cache_read", cache_read))
     ladder.append(Rung("tuned", None, "not implemented yet: qidao tune"))
     return ladder
 

@@ -6,7 +6,7 @@
 | stage          | what the IR is                                   | made by            |
 |----------------|--------------------------------------------------|--------------------|
 | ``input``      | the tg graph as imported                         | a frontend         |
-| ``tg``         | the tg graph after graph passes                  | fold-constants, simplify, cse, layout, dce, fuse |
+| ``tg``         | the tg graph after graph passes                  | fold-constants, simplify, cse, layout, materialize-padding, dce, fuse |
 | ``affine``     | host function + one named loop nest per kernel   | convert-tg-to-affine, plan-memory |
 | ``schedule``   | the same after the user's ``schedule=``          | split, reorder, ... (``qidao/compiler/schedule.py``) |
 | ``scf``        | structured loops (scf.for) over index math; parallel loops outlined | expand-math, lower-affine, convert-parallel-to-gomp |
@@ -33,7 +33,15 @@ STAGES: tuple[Stage, ...] = (
     Stage("input", (), "the tg graph as imported"),
     Stage(
         "tg",
-        ("fold-constants", "simplify", "cse", "layout", "dce", "fuse"),
+        (
+            "fold-constants",
+            "simplify",
+            "cse",
+            "layout",
+            "materialize-padding",
+            "dce",
+            "fuse",
+        ),
         "the tg graph after graph passes",
     ),
     Stage(

@@ -57,6 +57,7 @@ from qidao.passes._loops import (
     kernel_functions,
     kernel_loops,
     loop_name,
+    max_trip_count,
 )
 
 __all__ = [
@@ -182,6 +183,11 @@ class Schedule:
         """The loop names of ``kernel`` in nest order (outer before inner)."""
         fn = find_kernel(self.module, "loops", kernel, "")
         return [str(loop_name(op)) for op in kernel_loops(fn)]
+
+    def extents(self, kernel: str) -> dict[str, int | None]:
+        """Loop name -> its trip count (None when the bounds are not constant)."""
+        fn = find_kernel(self.module, "extents", kernel, "")
+        return {str(loop_name(op)): max_trip_count(op) for op in kernel_loops(fn)}
 
     # --- primitives -------------------------------------------------------------
 

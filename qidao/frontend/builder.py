@@ -395,6 +395,20 @@ class Graph:
     def broadcast(self, x: Value, shape: Sequence[int]) -> Value:
         return self._emit("broadcast", lambda: tg.BroadcastOp(x.ssa, tuple(shape)), x)
 
+    def pad(
+        self,
+        x: Value,
+        low: Sequence[int],
+        high: Sequence[int] | None = None,
+        value: float = 0.0,
+    ) -> Value:
+        """``low[d]`` elements of ``value`` before dimension ``d`` and ``high[d]``
+        (default: ``low``) after it, as ``np.pad(x, zip(low, high), constant_values=
+        value)``."""
+        lo = tuple(low)
+        hi = lo if high is None else tuple(high)
+        return self._emit("pad", lambda: tg.PadOp(x.ssa, lo, hi, value), x)
+
     # ---- reductions and nn ------------------------------------------------------
 
     def reduce_sum(

@@ -7,7 +7,11 @@ GEP). So views (``reinterpret_cast``, ``subview``, ``cast``, ``expand_shape``,
 ``collapse_shape``), whose result types carry offsets relative to the same
 allocation, are pointer pass-throughs. ``alloc`` calls ``aligned_alloc(64, bytes)``
 (bytes rounded up to 64) and ``dealloc`` calls ``free``; ``alloca`` is a 64-byte
-aligned ``llvm.alloca``. ``copy`` is a ``memcpy`` when both sides are dense row-major,
+aligned ``llvm.alloca`` hoisted to the entry block of its function (so an alloca in
+a loop body, such as ``cache-write``'s and ``cache-read``'s local buffers, takes
+constant stack space; in a loop that ``convert-parallel-to-gomp`` outlined, the
+entry block of the outlined body, so each thread has its own buffer); one that a
+branch carries to the next iteration stays in place. ``copy`` is a ``memcpy`` when both sides are dense row-major,
 and an element loop otherwise. ``memref.global`` (with a dense initial value) becomes an
 ``llvm.mlir.global`` array and ``get_global`` its ``llvm.mlir.addressof``.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from xdsl.dialects import llvm, memref
+from xdsl.dialects import cf, llvm, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntAttr,
@@ -126,15 +130,36 @@ def _alloc(op: Operation, fl: FunctionLowering) -> None:
 
 
 def _alloca(op: Operation, fl: FunctionLowering) -> None:
+    """A static ``llvm.alloca`` in the function's entry block, wherever the
+    ``memref.alloca`` was: one stack slot per function call, reused by every
+    iteration of the loops around it (an alloca in a loop body would grow the stack
+    on every iteration; an entry-block one is also what SROA/mem2reg promote). The
+    value is undefined on entry to each iteration either way: a ``memref.alloca``
+    has no initial value. A buffer that a branch passes on (carried from one
+    iteration to the next) stays where it is."""
     assert isinstance(op, memref.AllocaOp)
     t = _memref_type(op.memref)
-    count = fl.const(max(1, footprint(t)))
+    count = llvm.ConstantOp(IntegerAttr(max(1, footprint(t)), i64), i64)
     alloca = llvm.AllocaOp(count, t.element_type, alignment=ALIGNMENT)
     # llvmlite types an alloca's pointer by its element (float*) and then refuses
     # vector stores through it; a no-op bitcast makes it an opaque ptr like every
     # other memref pointer.
-    opaque = llvm.BitcastOp(fl.emit_value(alloca), llvm.LLVMPointerType())
-    fl.bind(op.memref, fl.emit_value(opaque))
+    opaque = llvm.BitcastOp(alloca, llvm.LLVMPointerType())
+    ops = [count, alloca, opaque]
+    entry = fl.region.first_block
+    # a buffer passed along a branch (a loop-carried memref) may be live together
+    # with the next iteration's: that one keeps an alloca of its own
+    carried = any(
+        isinstance(use.operation, cf.BranchOp | cf.ConditionalBranchOp)
+        for use in op.memref.uses
+    )
+    if carried or entry is None or entry is fl.block or entry.last_op is None:
+        for new in ops:
+            fl.emit(new)
+    else:
+        # the entry block is complete (blocks lower in order): before its terminator
+        entry.insert_ops_before(ops, entry.last_op)
+    fl.bind(op.memref, opaque.results[0])
 
 
 def _dealloc(op: Operation, fl: FunctionLowering) -> None:

@@ -8,7 +8,15 @@ and for arith/math float ops on 1-D vector types.
 - ``vector.store`` -> the same GEP and ``llvm.store`` of the vector.
 - ``vector.broadcast %s : T to vector<WxT>`` -> a splat: ``llvm.insertelement`` into
   lane 0 of an undef vector, then ``llvm.shufflevector`` with an all-zero mask.
-- ``vector.fma`` -> ``llvm.intr.fma`` on the vector type.
+- ``vector.fma`` and ``math.fma`` on a vector type -> ``llvm.intr.fma`` on the vector
+  type (``llvm.fma.v16f32`` in LLVM IR: one ``vfmadd`` per vector on AVX-512).
+- ``vector.reduction <kind>, %v[, %acc] : vector<WxT> into T`` (kinds ``add``,
+  ``maximumf``, ``minimumf``, ``maxnumf``, ``minnumf``) -> a shuffle tree: the low
+  and high halves (``llvm.shufflevector``) combined lane by lane (``fadd``,
+  ``llvm.maximum.v8f32``...) until one lane is left (a width that is not a power of
+  two combines its last odd lanes one by one), that lane read by a ``bitcast`` of
+  ``vector<1xT>`` to ``T``, then combined with ``%acc`` (``acc + v``). Its order of
+  additions is the tree's, fixed: the same input gives the same bits every call.
 - arith/math float ops on a vector type: the same llvm op on the vector for the
   plain ops (``fadd``, ``fneg``, ``llvm.exp``...); intrinsics named by their overload
   suffix (``llvm.maximum.f32``) get the vector one (``llvm.maximum.v16f32``). Ops on
@@ -25,7 +33,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i32,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from qidao.passes import _llvm_arith
 from qidao.passes._llvm_lowering import (
@@ -97,6 +105,67 @@ def _fma(op: Operation, fl: FunctionLowering) -> None:
     fl.bind(op.res, fl.emit_value(llvm.FMAOp(a, b, c)))
 
 
+def _combine(
+    kind: vector.CombiningKindFlag,
+    lhs: SSAValue,
+    rhs: SSAValue,
+    fl: FunctionLowering,
+) -> SSAValue:
+    """``lhs <kind> rhs`` on two values of one (scalar or vector) float type."""
+    t = lhs.type
+    if kind == vector.CombiningKindFlag.ADD:
+        return fl.emit_value(llvm.FAddOp(lhs, rhs))
+    if kind == vector.CombiningKindFlag.MAXNUMF:
+        return fl.emit_value(llvm.VectorFMaxOp(lhs, rhs))
+    if kind == vector.CombiningKindFlag.MINNUMF:
+        return fl.emit_value(llvm.VectorFMinOp(lhs, rhs))
+    names = {
+        vector.CombiningKindFlag.MAXIMUMF: "llvm.maximum",
+        vector.CombiningKindFlag.MINIMUMF: "llvm.minimum",
+    }
+    if kind not in names:
+        raise LoweringError(f"convert-to-llvm: vector.reduction <{kind.value}> on {t}")
+    if isinstance(t, VectorType):
+        element = t.element_type
+        assert isinstance(element, AnyFloat)
+        suffix = f"v{t.get_shape()[0]}f{int(element.bitwidth)}"
+    else:
+        assert isinstance(t, AnyFloat)
+        suffix = f"f{int(t.bitwidth)}"
+    call = llvm.CallIntrinsicOp(f"{names[kind]}.{suffix}", [lhs, rhs], [t])
+    return fl.emit_value(call)
+
+
+def _lanes(value: SSAValue, first: int, count: int, fl: FunctionLowering) -> SSAValue:
+    """Lanes ``[first, first + count)`` of ``value`` as a vector of ``count``."""
+    vt = _vector_type(value.type)
+    part = VectorType(vt.element_type, [count])
+    mask = DenseArrayBase.from_list(i32, list(range(first, first + count)))
+    return fl.emit_value(llvm.ShuffleVectorOp(value, value, mask, part))
+
+
+def _reduction(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, vector.ReductionOp)
+    vt = _vector_type(op.vector.type)
+    kind = op.kind.data
+    element = vt.element_type
+    value = fl.get(op.vector)
+    width = vt.get_shape()[0]
+    while width % 2 == 0 and width > 1:
+        width //= 2
+        value = _combine(
+            kind, _lanes(value, 0, width, fl), _lanes(value, width, width, fl), fl
+        )
+    lanes = [value] if width == 1 else [_lanes(value, k, 1, fl) for k in range(width)]
+    scalars = [fl.emit_value(llvm.BitcastOp(lane, element)) for lane in lanes]
+    result = scalars[0]
+    for lane in scalars[1:]:
+        result = _combine(kind, result, lane, fl)
+    if op.acc is not None:
+        result = _combine(kind, fl.get(op.acc), result, fl)
+    fl.bind(op.dest, result)
+
+
 _INTRINSIC: dict[type[Operation], str] = {
     math.TanhOp: "llvm.tanh",
     math.TruncOp: "llvm.trunc",
@@ -157,5 +226,6 @@ HANDLERS: dict[type[Operation], Handler] = {
     vector.StoreOp: _store,
     vector.BroadcastOp: _broadcast,
     vector.FMAOp: _fma,
+    vector.ReductionOp: _reduction,
     **dict.fromkeys((*_INTRINSIC, *_SAME_OP), _lanewise),
 }

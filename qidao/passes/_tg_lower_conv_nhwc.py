@@ -6,8 +6,8 @@ The output channel ``f`` is the innermost loop: ``out[n, oh, ow, f]`` and
 for every ``f``, so LLVM vectorizes the loop into broadcast-multiply-adds over whole
 registers of output channels::
 
+    for n_init, oh_init, ow_init, f_init:  out[n, oh, ow, f] = bias[f]   (or 0)
     for n, oh, ow:
-      for f_init:  out[n, oh, ow, f] = bias[f]            (or 0)
       for kh, kw:
         if the tap is inside the input (only the bounds that can fail):
           for c:
@@ -19,9 +19,14 @@ loops and the ``c, f`` loops stay branch-free. With ``groups > 1`` a loop ``g`` 
 the groups goes between ``kw`` and ``c``; ``f`` then runs over one group's
 ``F / groups`` output channels and ``c`` reads input channel ``g * (C / groups) + c``.
 
-A fused epilogue (``f(total, ivs)``, the ivs in the result's order ``n, oh, ow, f``)
-runs in a last loop ``f_epilogue`` over the finished row ``out[n, oh, ow, :]``,
-which is still in L1.
+The init (bias or zero) and a fused epilogue (``f(total, ivs)``, the ivs in the
+result's order ``n, oh, ow, f``) are top-level nests of their own, before and after
+the conv nest: ``n_init, oh_init, ow_init, f_init`` and ``n_epi, oh_epi, ow_epi,
+f_epi``, once per output element, as the matmul's are. So ``n, oh, ow`` stays a band
+that ``split``/``reorder`` can tile, and ``compute_at(kernel, "n_init", "ow")`` /
+``compute_at(kernel, "n_epi", "ow")`` move them back to the start / end of the
+``ow`` body (or into a tile loop), over the row ``out[n, oh, ow, :]`` while it is in
+L1.
 """
 
 from __future__ import annotations
@@ -93,28 +98,28 @@ def lower_conv2d_nhwc(
                 acc = em.load(out, inner, index)
                 em.store(em.addf(acc, em.mulf(xv, wv)), out, inner, index)
 
-    with em.nest(["n", "oh", "ow"], [n, oh, ow]) as outer:
-        with em.nest(["f_init"], [f_out]) as (f_init,):
-            ivs = [*outer, f_init]
-            first = zero if bias is None else em.load(bias, ivs, [dim(3)])
-            em.store(first, out, ivs, [nd, ohd, owd, dim(3)])
+    element = [nd, ohd, owd, dim(3)]
+    with em.nest(["n_init", "oh_init", "ow_init", "f_init"], [n, oh, ow, f_out]) as ivs:
+        first = zero if bias is None else em.load(bias, ivs, [dim(3)])
+        em.store(first, out, ivs, element)
 
-        with em.nest(["kh", "kw"], [kh, kw]) as window:
-            taps = [*outer, *window]
+    with (
+        em.nest(["n", "oh", "ow"], [n, oh, ow]) as outer,
+        em.nest(["kh", "kw"], [kh, kw]) as window,
+    ):
+        taps = [*outer, *window]
 
-            def tap() -> list[SSAValue]:
-                if groups == 1:
-                    channel_loops(taps, None)
-                else:
-                    with em.nest(["g"], [groups]) as (g,):
-                        channel_loops([*taps, g], dim(5))
-                return []
+        def tap() -> list[SSAValue]:
+            if groups == 1:
+                channel_loops(taps, None)
+            else:
+                with em.nest(["g"], [groups]) as (g,):
+                    channel_loops([*taps, g], dim(5))
+            return []
 
-            em.if_else(conditions, taps, tap, [])
+        em.if_else(conditions, taps, tap, [])
 
-        if epilogue is not None:
-            with em.nest(["f_epilogue"], [f_out]) as (f_epi,):
-                ivs = [*outer, f_epi]
-                index = [nd, ohd, owd, dim(3)]
-                total = em.load(out, ivs, index)
-                em.store(epilogue(total, ivs), out, ivs, index)
+    if epilogue is not None:
+        with em.nest(["n_epi", "oh_epi", "ow_epi", "f_epi"], [n, oh, ow, f_out]) as ivs:
+            total = em.load(out, ivs, element)
+            em.store(epilogue(total, ivs), out, ivs, element)

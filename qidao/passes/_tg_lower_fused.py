@@ -3,12 +3,14 @@
 The ``fuse`` pass makes three kinds of group; the body says which one it is:
 
 - a ``tg.matmul`` (with an lhs prologue and/or an epilogue): the matmul nest
-  ``b.., i, k, j`` with the prologue in the ``k`` body and an epilogue loop ``j_epi``
-  per output row (``_tg_lower_matmul.py``);
+  ``b.., i, k, j`` with the prologue in the ``k`` body, then the epilogue in a
+  top-level nest of its own, ``b.._epi, i_epi, j_epi`` (``_tg_lower_matmul.py``);
 - a ``tg.conv2d`` with an epilogue: NCHW, the nest ``n, f, oh, ow, c, kh, kw`` with
   the epilogue applied to the finished sum before its store (no extra loop); NHWC,
-  the epilogue loop of ``_tg_lower_conv_nhwc.py``. Either way the epilogue gets the
-  output index in the result's dimension order;
+  the epilogue nest ``n_epi, oh_epi, ow_epi, f_epi`` after the conv nest
+  (``_tg_lower_conv_nhwc.py``). Either way the epilogue gets the output index in
+  the result's dimension order. ``compute_at`` moves an epilogue nest back into a
+  tile loop once the main nest is scheduled;
 - row-wise reductions with elementwise ops: outer loops and one pass per
   reduction over the row (``_tg_lower_rows.py``);
 - otherwise elementwise ops only: one nest over the output

@@ -42,6 +42,7 @@ from qidao.passes._tg_lower_fused import fused_label, lower_fused
 from qidao.passes._tg_lower_layout import copy_kernel, lower_copy
 from qidao.passes._tg_lower_matmul import lower_matmul
 from qidao.passes._tg_lower_nn import lower_batch_norm, lower_pool, lower_softmax
+from qidao.passes._tg_lower_pad import lower_pad
 from qidao.passes._tg_lower_reduce import lower_reduce
 
 KernelBuilder = Callable[[Operation, Kernel, list[Source], ConstantPool], None]
@@ -54,6 +55,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.FusedOp: lower_fused,
     tg.MatmulOp: lower_matmul,
     tg.MaxPool2dOp: lower_pool,
+    tg.PadOp: lower_pad,
     tg.ReduceMaxOp: lower_reduce,
     tg.ReduceMeanOp: lower_reduce,
     tg.ReduceSumOp: lower_reduce,

@@ -10,9 +10,17 @@ A ``tg.fused`` group around a matmul (see the ``fuse`` pass) changes two places:
 
 - **lhs prologue**: ``x[i, k]`` is the prologue's value at ``[b, i, k]``, computed
   in the ``k`` body, outside ``j``: once per lhs element, never recomputed.
-- **epilogue**: after row ``i``'s ``k`` loop, a loop ``j_epi`` over that row (still
-  in cache) replaces each ``out[b, i, j]`` by the epilogue applied to it, once per
-  output element.
+- **epilogue**: a third nest ``b0_epi, ..., i_epi, j_epi`` after the matmul nest
+  replaces each ``out[b, i, j]`` by the epilogue applied to it, once per output
+  element. It is a separate nest so that ``b.., i, k, j`` stays a perfect band
+  (``split``/``reorder`` tile it); ``compute_at(kernel, "i_epi", loop)`` moves it
+  back into a tile loop, where the tile is still in cache (or in registers).
+
+So a fused kernel is three top-level nests::
+
+    for b_init, i_init, j_init:  out[b, i, j] = 0
+    for b, i, k:  a = prologue(x)[b, i, k];  for j:  out[b, i, j] += a * w[b, k, j]
+    for b_epi, i_epi, j_epi:     out[b, i, j] = epilogue(out[b, i, j], ...)
 """
 
 from __future__ import annotations
@@ -57,8 +65,9 @@ def emit_matmul(
     rhs: Source,
     epilogue: ElementAt | None,
 ) -> None:
-    """The two nests; ``lhs_at`` gives ``x[b, i, k]``, ``epilogue`` (if any) the final
-    value of ``out[b, i, j]`` (it may load ``out`` there, the finished sum)."""
+    """The init and matmul nests, then the epilogue nest if any; ``lhs_at`` gives
+    ``x[b, i, k]``, ``epilogue`` the final value of ``out[b, i, j]`` (it may load
+    ``out`` there, the finished sum)."""
     em = k.em
     (out,) = k.outputs
     out_shape = shape(op.result)
@@ -67,29 +76,31 @@ def emit_matmul(
     kk = shape(op.lhs)[-1]
     batch_names = [f"b{d}" for d in range(batch)]
     zero = em.constant(0.0, element_type(op.result))
-    init_index = [dim(d) for d in range(batch + 2)]
+    element_index = [dim(d) for d in range(batch + 2)]
     with em.nest(
         [f"{name}_init" for name in [*batch_names, "i", "j"]], out_shape
     ) as ivs:
-        em.store(zero, out, ivs, init_index)
+        em.store(zero, out, ivs, element_index)
     b = [dim(d) for d in range(batch)]
     i, kd, j = dim(batch), dim(batch + 1), dim(batch + 2)
     lhs_index = [*broadcast_index(b, shape(op.lhs)[:-2]), i, kd]
     rhs_index = [*broadcast_index(b, shape(op.rhs)[:-2]), kd, j]
     out_index = [*b, i, j]
-    with em.nest([*batch_names, "i"], [*out_shape[:-2], m]) as row:
-        with em.nest(["k"], [kk]) as (kv,):
-            a = lhs_at([*row, kv], lhs_index)
-            with em.nest(["j"], [n]) as (jv,):
-                ivs = [*row, kv, jv]
-                w = em.load(rhs, ivs, rhs_index)
-                acc = em.load(out, ivs, out_index)
-                em.store(em.addf(acc, em.mulf(a, w)), out, ivs, out_index)
-        if epilogue is not None:
-            with em.nest(["j_epi"], [n]) as (jv,):
-                ivs = [*row, jv]
-                index = [*b, i, dim(batch + 1)]
-                em.store(epilogue(ivs, index), out, ivs, index)
+    with (
+        em.nest([*batch_names, "i"], [*out_shape[:-2], m]) as row,
+        em.nest(["k"], [kk]) as (kv,),
+    ):
+        a = lhs_at([*row, kv], lhs_index)
+        with em.nest(["j"], [n]) as (jv,):
+            ivs = [*row, kv, jv]
+            w = em.load(rhs, ivs, rhs_index)
+            acc = em.load(out, ivs, out_index)
+            em.store(em.addf(acc, em.mulf(a, w)), out, ivs, out_index)
+    if epilogue is not None:
+        with em.nest(
+            [f"{name}_epi" for name in [*batch_names, "i", "j"]], out_shape
+        ) as ivs:
+            em.store(epilogue(ivs, element_index), out, ivs, element_index)
 
 
 def lower_matmul_group(

@@ -1,5 +1,6 @@
 """``cache_write``: the tile of a memref that a loop's body writes is accumulated in a
-local buffer (``memref.alloca``), copied in at the top of the body and back at the end.
+local buffer (``memref.alloca``), copied in at the top of the body (unless the body
+first overwrites the whole tile) and back at the end.
 
     for L ...                                ==>   for L ...
       for k, for r in [0, R), for c in [0, C)        acc = alloca : memref<RxC>
@@ -24,6 +25,16 @@ at most 4096 elements. Accesses become ``acc[tile-relative index]``; the copy lo
 are named ``<L>_cw_i<d>`` (copy in) and ``<L>_wb_i<d>`` (write back). Copying in keeps
 the semantics when the memref was initialized before L; the box may cover elements
 that the body does not touch (a strided access), which are written back unchanged.
+
+**No copy-in** when the first op of L's body that uses the memref is a nest that
+stores to every element of the box and loads none of it (the init nest that
+``compute_at(kernel, "i_init", L)`` puts there): a perfect band of ``rank`` loops
+from 0, step 1, whose one access of the memref is a store, directly in the innermost
+body, at the box-relative index ``[v_0, ..., v_{rank-1}]``, each loop running at
+least as far as the copy-in would have (its upper bounds are constants of at least
+the box's extent, or the clipped ``S_d - b_d`` itself). The values copied in would
+all be overwritten before any load, so the copy loops are left out. The write-back
+is always kept: it is what puts the tile into the memref.
 
 Tails: when a loop inside L has a ``min`` upper bound (``split`` by a factor that
 does not divide the extent), the copy loops of the box are clipped to the memref's
@@ -81,10 +92,20 @@ from xdsl.context import Context
 from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
 from xdsl.ir import SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr
 from xdsl.passes import ModulePass
 
-from qidao.passes._footprint import compact_map, copy_nest, footprint
-from qidao.passes._loops import IllegalScheduleError, check_new_names, find_loop
+from qidao.passes._footprint import Footprint, compact_map, copy_nest, footprint
+from qidao.passes._loops import (
+    IllegalScheduleError,
+    check_new_names,
+    constant_of,
+    find_loop,
+    iv,
+    nested_child,
+    simplify,
+    step_of,
+)
 
 PRIMITIVE = "cache-write"
 MAX_ELEMENTS = 4096
@@ -106,6 +127,83 @@ def _target(kernel: str, name: str, loop: affine.ForOp) -> SSAValue:
     return stored[0]
 
 
+def _stores_whole_box(loop: affine.ForOp, plan: Footprint) -> bool:
+    """Whether the first op of ``loop``'s body that uses the memref is a nest that
+    stores to every element of the box and loads none (the copy-in is then dead).
+
+    The nest: a perfect band of ``rank`` loops from 0 with step 1 and no iter_args,
+    holding exactly one access of the memref, a store directly in the innermost body
+    at the box-relative index ``[v_0, ..., v_{rank-1}]`` (the band's induction
+    variables in order); each loop's upper bound map has only results that are
+    constants of at least the box's extent or, when the box is clipped, equal to
+    ``S_d - b_d`` plus a constant of at least 0 (``S`` the shape, ``b`` the box's
+    base), so the band covers what the copy-in would have copied."""
+    target = plan.target
+    first = next(
+        (
+            op
+            for op in loop.body.block.ops
+            if any(o is target for inner in op.walk() for o in inner.operands)
+        ),
+        None,
+    )
+    if not isinstance(first, affine.ForOp):
+        return False
+    rank = len(plan.extents)
+    band = [first]
+    while len(band) < rank:
+        child = nested_child(band[-1])
+        if child is None:
+            return False
+        band.append(child)
+    uses = [access for access in plan.accesses if first.is_ancestor(access.op)]
+    if len(uses) != 1 or not isinstance(uses[0].op, affine.StoreOp):
+        return False
+    (store,) = uses
+    if store.op.parent_op() is not band[-1]:
+        return False
+    relative, operands = compact_map(store.relative, list(store.op.indices))
+    ivs = [iv(b) for b in band]
+    if relative.results != tuple(AffineExpr.dimension(d) for d in range(rank)) or (
+        len(operands) != rank
+        or not all(o is v for o, v in zip(operands, ivs, strict=True))
+    ):
+        return False
+    memref_type = target.type
+    assert isinstance(memref_type, MemRefType)
+    shape = memref_type.get_shape()
+    m = len(plan.invariants)
+    for d, band_loop in enumerate(band):
+        if (
+            constant_of(band_loop.lowerBoundMap.data) != 0
+            or step_of(band_loop) != 1
+            or band_loop.inits
+        ):
+            return False
+        upper = band_loop.upperBoundMap.data
+        positions: list[AffineExpr] = []
+        for value in band_loop.upperBoundOperands:
+            found = [k for k, v in enumerate(plan.invariants) if v is value]
+            if not found:
+                return False
+            positions.append(AffineExpr.dimension(found[0]))
+        clipped = AffineExpr.constant(shape[d]) - plan.base[d]
+        for result in upper.results:
+            if isinstance(result, AffineConstantExpr):
+                if result.value < plan.extents[d]:
+                    return False
+                continue
+            over = result.replace_dims_and_symbols(
+                positions[: upper.num_dims], positions[upper.num_dims :]
+            )
+            slack = simplify(over - clipped, m, 0)
+            if not (
+                plan.clip and isinstance(slack, AffineConstantExpr) and slack.value >= 0
+            ):
+                return False
+    return True
+
+
 def cache_write(module: ModuleOp, kernel: str, loop: str) -> None:
     """Accumulate the tile of the memref that ``loop``'s body writes in an alloca."""
     fn, target_loop = find_loop(module, PRIMITIVE, kernel, loop)
@@ -118,9 +216,11 @@ def cache_write(module: ModuleOp, kernel: str, loop: str) -> None:
         MAX_ELEMENTS,
     )
     rank = len(plan.extents)
+    copy_in = not _stores_whole_box(target_loop, plan)
+    kinds = ("cw", "wb") if copy_in else ("wb",)
     check_new_names(
         fn,
-        [f"{loop}_{kind}_i{d}" for kind in ("cw", "wb") for d in range(rank)],
+        [f"{loop}_{kind}_i{d}" for kind in kinds for d in range(rank)],
         PRIMITIVE,
         kernel,
         loop,
@@ -134,7 +234,8 @@ def cache_write(module: ModuleOp, kernel: str, loop: str) -> None:
     first = block.first_op
     assert first is not None
     block.insert_op_before(alloca, first)
-    copy_nest(f"{loop}_cw_i", plan, alloca.memref, block, first, True)
+    if copy_in:
+        copy_nest(f"{loop}_cw_i", plan, alloca.memref, block, first, True)
     terminator = block.last_op
     assert isinstance(terminator, affine.YieldOp)
     copy_nest(f"{loop}_wb_i", plan, alloca.memref, block, terminator, False)

@@ -176,12 +176,17 @@ class _IndexAnalysis:
     """Index values inside one loop, as ``_Index`` (None: unknown)."""
 
     loop: affine.ForOp
+    root: Operation | None = None
+    """Values defined inside ``root`` (default: the loop) vary within the analysis:
+    loop counters in it become windows; values outside it are invariant."""
+    fixed: frozenset[SSAValue] = frozenset()
+    """Values taken as invariant even when defined inside ``root``."""
     memo: dict[SSAValue, _Index | None] = field(
         default_factory=dict[SSAValue, "_Index | None"]
     )
 
     def inside(self, op: Operation) -> bool:
-        return self.loop.is_ancestor(op)
+        return (self.root or self.loop).is_ancestor(op)
 
     def value(self, value: SSAValue) -> _Index | None:
         if value not in self.memo:
@@ -192,6 +197,8 @@ class _IndexAnalysis:
     def _value(self, value: SSAValue) -> _Index | None:
         if value is iv(self.loop):
             return _Index(1, frozenset(), 0, 0)
+        if value in self.fixed:
+            return _Index(0, frozenset({(value, 1)}), 0, 0)
         owner = value.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
             return _Index.const(owner.value.value.data)
@@ -337,15 +344,24 @@ def _name(value: SSAValue) -> str:
 class _Checker:
     """Proves one loop parallel, or raises IllegalScheduleError."""
 
-    def __init__(self, kernel_fn: func.FuncOp, loop: affine.ForOp, kernel: str) -> None:
+    def __init__(
+        self,
+        kernel_fn: func.FuncOp,
+        loop: affine.ForOp,
+        kernel: str,
+        primitive: str = "parallel",
+        root: Operation | None = None,
+        fixed: frozenset[SSAValue] = frozenset(),
+    ) -> None:
         self.fn = kernel_fn
         self.loop = loop
         self.kernel = kernel
+        self.primitive = primitive
         self.loop_name = str(loop_name(loop))
-        self.index = _IndexAnalysis(loop)
+        self.index = _IndexAnalysis(loop, root, fixed)
 
     def fail(self, reason: str) -> IllegalScheduleError:
-        return IllegalScheduleError("parallel", self.kernel, self.loop_name, reason)
+        return IllegalScheduleError(self.primitive, self.kernel, self.loop_name, reason)
 
     def check(self) -> None:
         if self.loop.inits:
@@ -527,10 +543,32 @@ def _format(expr: AffineExpr, names: Sequence[str], num_dims: int) -> str:
     return str(expr)
 
 
-def parallelize(module: ModuleOp, kernel: str, loop: str) -> None:
+def check_parallel(
+    kernel_fn: func.FuncOp,
+    loop: affine.ForOp,
+    kernel: str,
+    primitive: str = "parallel",
+    root: Operation | None = None,
+    fixed: frozenset[SSAValue] = frozenset(),
+) -> None:
+    """Prove that no two iterations of ``loop`` touch an element that one of them
+    writes (rules 1-4 above), or raise ``IllegalScheduleError`` from ``primitive``.
+
+    ``root`` (an op around ``loop``; default the loop itself) widens the proof to
+    every iteration of the loops between ``root`` and ``loop``: their counters
+    count as windows, not as invariants, so the iterations of ``loop`` are
+    disjoint whatever those loops' iterations are (``bind`` uses it for a GPU
+    axis inside a serial loop, whose iterations no barrier separates). Values in
+    ``fixed`` stay invariant (the counters of enclosing bound loops)."""
+    _Checker(kernel_fn, loop, kernel, primitive, root, fixed).check()
+
+
+def parallelize(
+    module: ModuleOp, kernel: str, loop: str, primitive: str = "parallel"
+) -> None:
     """Check ``loop`` of ``kernel`` and mark it ``qd.parallel``."""
-    fn, target = find_loop(module, "parallel", kernel, loop)
-    _Checker(fn, target, kernel).check()
+    fn, target = find_loop(module, primitive, kernel, loop)
+    check_parallel(fn, target, kernel, primitive)
     target.attributes[PARALLEL_ATTR] = UnitAttr()
 
 
@@ -547,4 +585,4 @@ class ParallelPass(ModulePass):
         parallelize(op, self.kernel, self.loop)
 
 
-__all__ = ["PARALLEL_ATTR", "ParallelPass", "parallelize"]
+__all__ = ["PARALLEL_ATTR", "ParallelPass", "check_parallel", "parallelize"]

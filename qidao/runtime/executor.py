@@ -9,10 +9,13 @@ spec (no implicit conversion: Python numbers, lists and 0-d scalars must be wrap
 with ``np.asarray(..., dtype=...)`` by the caller, so nothing is silently copied or
 retyped) and checks count, type, dtype and shape, raising ``ArgumentError`` before
 any native call. Non-contiguous inputs (``a.T``, ``a[::2]``) are copied with
-``np.ascontiguousarray``. Outputs are fresh ``np.empty`` arrays (NumPy's default
-alignment; the generated code uses unaligned vector loads, so 64-byte alignment is
-not required), returned as a list; a big output reuses the array the previous call
-returned when nothing references it any more (``POOLED_OUTPUT_BYTES``).
+``np.ascontiguousarray``. Outputs are fresh arrays, returned as a list: small ones
+``np.empty`` (NumPy's 16-byte alignment: the generated code uses unaligned vector
+loads, so this is correct), those of ``ALIGNED_OUTPUT_BYTES`` or more 64-byte
+aligned (a ``<16 x float>`` store then never straddles two cache lines, which
+otherwise made the same kernel's time jump from call to call); a big output reuses
+the array the previous call returned when nothing references it any more
+(``POOLED_OUTPUT_BYTES``).
 
 Fast path: ``ndarray_entry_ir(entry, n)`` is a small LLVM function,
 ``@"<entry>.ndarray"``, that takes the ndarray *objects* (ctypes ``py_object``), loads
@@ -47,6 +50,20 @@ POOLED_OUTPUT_BYTES = 1 << 20
 """Outputs at least this big come from a one-array pool per output: the array handed
 out by the previous call is reused when no reference to it (or to a view of it) is
 left, which the caller cannot observe. Smaller outputs are always ``np.empty``."""
+
+
+ALIGNED_OUTPUT_BYTES = 4096
+"""Outputs at least this big are 64-byte aligned (see the module docstring)."""
+
+
+def empty_aligned(
+    shape: tuple[int, ...], dtype: np.dtype[Any], alignment: int = 64
+) -> np.ndarray[Any, Any]:
+    """An uninitialized C-contiguous array whose data starts on ``alignment`` bytes."""
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(nbytes + alignment, np.uint8)
+    skip = -raw.ctypes.data % alignment
+    return raw[skip : skip + nbytes].view(dtype).reshape(shape)
 
 
 def _ndarray_data_offset() -> int | None:
@@ -185,6 +202,7 @@ class NativeFunction:
         env: dict[str, Any] = {
             "ndarray": np.ndarray,
             "empty": np.empty,
+            "empty_aligned": empty_aligned,
             "addressof": ctypes.addressof,
             "from_buffer": ctypes.c_char.from_buffer,
             "cfunc": self._cfunc,
@@ -219,18 +237,23 @@ class NativeFunction:
             dtype = np.dtype(spec.dtype)
             env[f"od{j}"] = dtype
             env[f"os{j}"] = spec.shape
-            if int(np.prod(spec.shape)) * dtype.itemsize < POOLED_OUTPUT_BYTES:
+            nbytes = int(np.prod(spec.shape)) * dtype.itemsize
+            if nbytes < ALIGNED_OUTPUT_BYTES:
                 lines.append(f"    o{j} = empty(os{j}, od{j})")
+            elif nbytes < POOLED_OUTPUT_BYTES:
+                lines.append(f"    o{j} = empty_aligned(os{j}, od{j})")
             else:
                 # Reuse the array returned last time if nobody holds it any more
-                # (3 references: the pool, the local and getrefcount's argument), so a
+                # (3 references: the pool, the local and getrefcount's argument) nor
+                # a view of it (a view's base is the aligned array's raw buffer,
+                # held only by the array itself and getrefcount's argument), so a
                 # big output is not a fresh mmap, page-faulted on every call.
                 env[f"pool{j}"] = [None]
                 lines += [
                     f"    o{j} = pool{j}[0]",
-                    f"    if o{j} is None or getrefcount(o{j}) > 3 or not "
-                    f"o{j}.flags.writeable:",
-                    f"        o{j} = pool{j}[0] = empty(os{j}, od{j})",
+                    f"    if o{j} is None or getrefcount(o{j}) > 3 or "
+                    f"getrefcount(o{j}.base) > 2 or not o{j}.flags.writeable:",
+                    f"        o{j} = pool{j}[0] = empty_aligned(os{j}, od{j})",
                 ]
             outs.append(f"o{j}")
             addresses.append(self._address_expr(f"o{j}", spec))

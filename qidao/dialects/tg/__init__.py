@@ -49,6 +49,7 @@ from qidao.dialects.tg.nn import (
     Pool2dOp,
     SoftmaxOp,
 )
+from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
 
 TG = Dialect(
@@ -71,6 +72,7 @@ TG = Dialect(
         MinOp,
         MulOp,
         NegOp,
+        PadOp,
         ReduceMaxOp,
         ReduceMeanOp,
         ReduceSumOp,
@@ -110,6 +112,7 @@ __all__ = [
     "MinOp",
     "MulOp",
     "NegOp",
+    "PadOp",
     "Pool2dOp",
     "ReduceMaxOp",
     "ReduceMeanOp",

@@ -59,6 +59,7 @@ from qidao.dialects.tg.layout_ops import (
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
+from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
 from qidao.dialects.tg.types import dtype_name, shape_of
 
@@ -208,6 +209,14 @@ def _reshape(op: Operation, xs: list[Array]) -> list[Array]:
 
 def _broadcast(op: Operation, xs: list[Array]) -> list[Array]:
     return [np.broadcast_to(xs[0], shape_of(op.results[0].type))]
+
+
+def _pad_op(op: Operation, xs: list[Array]) -> list[Array]:
+    """``np.pad`` with the constant ``value`` (rounded to the result's dtype)."""
+    assert isinstance(op, PadOp)
+    low, high = op.amounts()
+    widths = list(zip(low, high, strict=True))
+    return [np.pad(xs[0], widths, constant_values=op.pad_value())]
 
 
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
@@ -378,6 +387,7 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     ReshapeOp: _reshape,
     ContiguousOp: _reshape,
     BroadcastOp: _broadcast,
+    PadOp: _pad_op,
     MatmulOp: _matmul,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,

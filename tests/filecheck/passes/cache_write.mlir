@@ -1,6 +1,8 @@
 // RUN: qidao-opt %s -p 'cache-write{kernel="k" loop="j_o"}' | filecheck %s
 // RUN: qidao-opt %s -p 'cache-write{kernel="k_mm" loop="j_o"}' | filecheck %s --check-prefix=MM
 // RUN: qidao-opt %s -p 'cache-write{kernel="k_tail" loop="j_o"}' | filecheck %s --check-prefix=TAIL
+// RUN: qidao-opt %s -p 'cache-write{kernel="k_init" loop="j_o"}' | filecheck %s --check-prefix=INIT
+// RUN: qidao-opt %s -p 'cache-write{kernel="k_part" loop="j_o"}' | filecheck %s --check-prefix=PART
 // RUN: qidao-opt %s -p 'cache-write{kernel="k_alloca" loop="j_o"},lower-affine,convert-scf-to-cf,convert-to-llvm' | filecheck %s --check-prefix=LLVM
 // RUN: not qidao-opt %s -p 'cache-write{kernel="k" loop="nope"}' 2>&1 | filecheck %s --check-prefix=ERR-LOOP
 // RUN: not qidao-opt %s -p 'cache-write{kernel="k_dep" loop="j_o"}' 2>&1 | filecheck %s --check-prefix=ERR-DEP
@@ -116,13 +118,79 @@ func.func private @k_mm(%x: memref<4x3xf32>, %w: memref<3x8xf32>, %out: memref<4
 // TAIL:         %acc = memref.alloca() : memref<4xf32>
 // TAIL-NEXT:    affine.for %j_o_cw_i0 = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 10))>(%j_o) {
 // TAIL:         affine.for %j_i = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 10))>(%j_o) {
-// TAIL-NEXT:      affine.store %v, %acc[%j_i] : memref<4xf32>
+// TAIL-NEXT:      %o = affine.load %acc[%j_i] : memref<4xf32>
+// TAIL-NEXT:      %s = arith.addf %o, %v : f32
+// TAIL-NEXT:      affine.store %s, %acc[%j_i] : memref<4xf32>
 // TAIL:         affine.for %j_o_wb_i0 = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 10))>(%j_o) {
 func.func private @k_tail(%out: memref<10xf32>) attributes {qd.kernel = "t"} {
   %v = arith.constant 1.000000e+00 : f32
   affine.for %j_o = 0 to 3 {
     affine.for %j_i = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 10))>(%j_o) {
-      affine.store %v, %out[%j_o * 4 + %j_i] : memref<10xf32>
+      %o = affine.load %out[%j_o * 4 + %j_i] : memref<10xf32>
+      %s = arith.addf %o, %v : f32
+      affine.store %s, %out[%j_o * 4 + %j_i] : memref<10xf32>
+    } {qd.loop = "j_i"}
+  } {qd.loop = "j_o"}
+  func.return
+}
+
+// No copy-in: the first nest of j_o's body (the init, put there by compute_at)
+// stores to every element of the tile, clipped as the copy-in would be, before
+// anything loads it. The write-back stays.
+// INIT-LABEL: func.func private @k_init(
+// INIT-NEXT:    %zero = arith.constant 0.000000e+00 : f32
+// INIT-NEXT:    affine.for %i_o = 0 to 2 {
+// INIT-NEXT:      affine.for %j_o = 0 to 2 {
+// INIT-NEXT:        %acc = memref.alloca() : memref<2x4xf32>
+// INIT-NEXT:        affine.for %i_init = 0 to 2 {
+// INIT-NEXT:          affine.for %j_init = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 6))>(%j_o) {
+// INIT-NEXT:            affine.store %zero, %acc[%i_init, %j_init] : memref<2x4xf32>
+// INIT-NEXT:          } {qd.loop = "j_init"}
+// INIT-NEXT:        } {qd.loop = "i_init"}
+// INIT-NEXT:        affine.for %k = 0 to 3 {
+// INIT-NOT:       j_o_cw
+// INIT:           affine.for %j_o_wb_i0 = 0 to min affine_map<(d0) -> (2, ((d0 * -2) + 4))>(%i_o) {
+// INIT-NEXT:        affine.for %j_o_wb_i1 = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 6))>(%j_o) {
+func.func private @k_init(%w: memref<3x6xf32>, %out: memref<4x6xf32>) attributes {qd.kernel = "t"} {
+  %zero = arith.constant 0.000000e+00 : f32
+  affine.for %i_o = 0 to 2 {
+    affine.for %j_o = 0 to 2 {
+      affine.for %i_init = 0 to 2 {
+        affine.for %j_init = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 6))>(%j_o) {
+          affine.store %zero, %out[%i_o * 2 + %i_init, %j_o * 4 + %j_init] : memref<4x6xf32>
+        } {qd.loop = "j_init"}
+      } {qd.loop = "i_init"}
+      affine.for %k = 0 to 3 {
+        affine.for %i_i = 0 to 2 {
+          affine.for %j_i = 0 to min affine_map<(d0) -> (4, ((d0 * -4) + 6))>(%j_o) {
+            %b = affine.load %w[%k, %j_o * 4 + %j_i] : memref<3x6xf32>
+            %c = affine.load %out[%i_o * 2 + %i_i, %j_o * 4 + %j_i] : memref<4x6xf32>
+            %e = arith.addf %c, %b : f32
+            affine.store %e, %out[%i_o * 2 + %i_i, %j_o * 4 + %j_i] : memref<4x6xf32>
+          } {qd.loop = "j_i"}
+        } {qd.loop = "i_i"}
+      } {qd.loop = "k"}
+    } {qd.loop = "j_o"}
+  } {qd.loop = "i_o"}
+  func.return
+}
+
+// The copy-in stays when the first nest does not store the whole tile: here it
+// stores columns [0, 2) of 4.
+// PART-LABEL: func.func private @k_part(
+// PART:         %acc = memref.alloca() : memref<4xf32>
+// PART-NEXT:    affine.for %j_o_cw_i0 = 0 to 4 {
+// PART:         affine.for %j_init = 0 to 2 {
+func.func private @k_part(%out: memref<8xf32>) attributes {qd.kernel = "t"} {
+  %zero = arith.constant 0.000000e+00 : f32
+  affine.for %j_o = 0 to 2 {
+    affine.for %j_init = 0 to 2 {
+      affine.store %zero, %out[%j_o * 4 + %j_init] : memref<8xf32>
+    } {qd.loop = "j_init"}
+    affine.for %j_i = 0 to 4 {
+      %c = affine.load %out[%j_o * 4 + %j_i] : memref<8xf32>
+      %e = arith.addf %c, %c : f32
+      affine.store %e, %out[%j_o * 4 + %j_i] : memref<8xf32>
     } {qd.loop = "j_i"}
   } {qd.loop = "j_o"}
   func.return

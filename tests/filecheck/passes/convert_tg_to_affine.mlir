@@ -193,8 +193,9 @@ func.func @conv(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 }
 
 // relu(exp(x)·w + b) as one group (fuse's matmul rule): the lhs prologue exp runs
-// in the k body, once per x element; after row i's k loop, j_epi applies the
-// epilogue to the finished row, still in cache.
+// in the k body, once per x element; the epilogue is a nest of its own after the
+// matmul nest (i_epi, j_epi), so i, k, j stays a perfect band that split and
+// reorder can tile (compute_at moves the epilogue back into a tile loop).
 
 // CHECK-LABEL: func.func private @mm_group_k0_fused(%x: memref<2x3xf32> {llvm.noalias}, %w: memref<3x4xf32> {llvm.noalias}, %b: memref<4xf32> {llvm.noalias}, %out: memref<2x4xf32> {llvm.noalias}) attributes {qd.kernel = "tg.exp+tg.matmul+tg.add+tg.relu"} {
 // CHECK:         {qd.loop = "i_init"}
@@ -210,14 +211,16 @@ func.func @conv(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
 // CHECK-NEXT:          affine.store %[[S]], %out[%i, %j] : memref<2x4xf32>
 // CHECK-NEXT:        } {qd.loop = "j"}
 // CHECK-NEXT:      } {qd.loop = "k"}
+// CHECK-NEXT:    } {qd.loop = "i"}
+// CHECK-NEXT:    affine.for %i_epi = 0 to 2 {
 // CHECK-NEXT:      affine.for %j_epi = 0 to 4 {
-// CHECK-NEXT:        %[[V:.*]] = affine.load %out[%i, %j_epi] : memref<2x4xf32>
+// CHECK-NEXT:        %[[V:.*]] = affine.load %out[%i_epi, %j_epi] : memref<2x4xf32>
 // CHECK-NEXT:        %[[B:.*]] = affine.load %b[%j_epi] : memref<4xf32>
 // CHECK-NEXT:        %[[A:.*]] = arith.addf %[[V]], %[[B]] : f32
 // CHECK-NEXT:        %[[R:.*]] = arith.maximumf %[[A]], %{{.*}} : f32
-// CHECK-NEXT:        affine.store %[[R]], %out[%i, %j_epi] : memref<2x4xf32>
+// CHECK-NEXT:        affine.store %[[R]], %out[%i_epi, %j_epi] : memref<2x4xf32>
 // CHECK-NEXT:      } {qd.loop = "j_epi"}
-// CHECK-NEXT:    } {qd.loop = "i"}
+// CHECK-NEXT:    } {qd.loop = "i_epi"}
 // CHECK-NEXT:    func.return
 // CHECK-LABEL: func.func @mm_group(
 // CHECK-NEXT:    func.call @mm_group_k0_fused(%x, %w, %b, %out0)

@@ -14,9 +14,10 @@
 // AFFINE-SAME:    qd.kernel = "tg.matmul+tg.add+tg.relu"
 // AFFINE:         {qd.loop = "j"}
 // AFFINE:         {qd.loop = "k"}
+// AFFINE:         {qd.loop = "i"}
 // AFFINE:         arith.maximumf
 // AFFINE:         {qd.loop = "j_epi"}
-// AFFINE:         {qd.loop = "i"}
+// AFFINE:         {qd.loop = "i_epi"}
 // AFFINE-LABEL: func.func @main(%x: memref<8x16xf32>, %w: memref<16x4xf32>, %b: memref<4xf32>, %out0: memref<8x4xf32>)
 // AFFINE-NOT:     memref.alloc
 // AFFINE:         func.call @main_k0_fused(%x, %w, %b, %out0)

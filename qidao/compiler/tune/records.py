@@ -1,0 +1,184 @@
+"""Tuning records: one JSON line per measured trial, and the lookup that
+``qidao.compile(model, records=PATH)`` does.
+
+A record is keyed by the workload (``task``: kernel kind, tg ops, argument shapes,
+dtype), the target, the CPU (``model name`` of ``/proc/cpuinfo``) and the thread
+count; it carries the point (``config``), its schedule as a Python trace (``trace``,
+for the kernel named in ``kernel``), the status (ok, wrong, error, timeout, crash)
+and, when ok, the timed calls, their median and GFLOP/s. At compile time each
+kernel of the model whose key has an ok record gets the trace of its fastest one,
+renamed to that kernel; a kernel without one (another CPU, shape or thread count)
+falls through to the schedule it would get otherwise (the compiler's default).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xdsl.dialects import func
+
+from qidao.compiler.schedule import Schedule, ScheduleSpec, TraceEntry, parse_trace
+from qidao.compiler.tune.task import Task, kernel_tasks
+from qidao.passes._loops import kernel_functions
+
+VERSION = 1
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The ``model name`` of ``/proc/cpuinfo`` (else ``platform.processor()``)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@dataclass
+class Record:
+    task: Task
+    threads: int
+    config: dict[str, Any]
+    trace: str
+    kernel: str
+    status: str
+    times: list[float] = field(default_factory=list)
+    gflops: float | None = None
+    error: str = ""
+    search: str = ""
+    seed: int = 0
+    trial: int = 0
+    compile_s: float = 0.0
+    target: str = "cpu"
+    cpu: str = field(default_factory=cpu_model)
+    version: int = VERSION
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.task.key, self.target, self.cpu, self.threads)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["task"] = self.task.to_json()
+        data["workload"] = self.task.key
+        if self.times:
+            data["median_s"] = sorted(self.times)[len(self.times) // 2]
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, line: str) -> Record:
+        data = json.loads(line)
+        data.pop("workload", None)
+        data.pop("median_s", None)
+        data["task"] = Task.from_json(data["task"])
+        fields = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def append_records(path: Path, records: Iterable[Record]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        for record in records:
+            f.write(record.to_json() + "\n")
+
+
+def load_records(path: Path) -> list[Record]:
+    """The records of a JSON-lines file (lines of another version are skipped)."""
+    records: list[Record] = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{number}: not a JSON record: {err}") from err
+        if data.get("version") == VERSION:
+            records.append(Record.from_json(line))
+    return records
+
+
+def best_record(
+    records: Sequence[Record],
+    task: Task,
+    threads: int,
+    target: str = "cpu",
+    cpu: str | None = None,
+) -> Record | None:
+    """The fastest ok record of ``task`` on this CPU (or ``cpu``) and thread count."""
+    key = (task.key, target, cpu or cpu_model(), threads)
+    ok = [r for r in records if r.key == key and r.status == "ok" and r.gflops]
+    return max(ok, key=lambda r: r.gflops or 0.0) if ok else None
+
+
+def renamed(trace: str, kernel: str) -> list[TraceEntry]:
+    """A record's trace, applied to ``kernel`` instead of the kernel it was tuned on."""
+    return [TraceEntry(e.method, kernel, e.args) for e in parse_trace(trace)]
+
+
+def records_schedule(
+    path: str | Path,
+    threads: int,
+    fallback: ScheduleSpec | None = None,
+    report: dict[str, Any] | None = None,
+) -> Callable[[Schedule], None]:
+    """A schedule (for ``qidao.compile(schedule=...)``) giving every kernel with a
+    matching record the trace of its best record, and every other kernel what
+    ``fallback`` (the schedule it would get otherwise) does. ``report["records"]``
+    gets kernel -> the record applied. A record whose trace no longer applies is
+    reported there and skipped."""
+    records = load_records(Path(path))
+
+    def schedule(s: Schedule) -> None:
+        chosen: dict[str, tuple[Record, list[TraceEntry]]] = {}
+        notes: dict[str, str] = {}
+        for kernel, task in kernel_tasks(s.module).items():
+            best = best_record(records, task, threads)
+            if best is None:
+                notes[kernel] = f"no record for {task.key} ({threads} thread(s))"
+                continue
+            entries = renamed(best.trace, kernel)
+            try:  # dry run: a stale record must not leave half a schedule
+                Schedule.replay(s.module.clone(), entries)
+            except Exception as err:
+                notes[kernel] = f"the record of {task.key} does not apply: {err}"
+                continue
+            chosen[kernel] = (best, entries)
+            notes[kernel] = f"{task.key}: {best.gflops:.1f} GFLOP/s when tuned"
+        pristine = {k: kernel_functions(s.module)[k].clone() for k in chosen}
+        if fallback is not None:
+            _apply_fallback(s, fallback)
+        for kernel, (_, entries) in chosen.items():
+            _restore(kernel_functions(s.module)[kernel], pristine[kernel])
+            s.trace[:] = [e for e in s.trace if e.kernel != kernel]
+            for entry in entries:
+                getattr(s, entry.method)(entry.kernel, *entry.args)
+        if report is not None:
+            report["records"] = notes
+
+    return schedule
+
+
+def _apply_fallback(s: Schedule, fallback: ScheduleSpec) -> None:
+    if callable(fallback):
+        fallback(s)
+        return
+    for entry in parse_trace(fallback):
+        getattr(s, entry.method)(entry.kernel, *entry.args)
+
+
+def _restore(fn: func.FuncOp, saved: func.FuncOp) -> None:
+    """Put a kernel back as it was (before the fallback scheduled it)."""
+    block = fn.parent_block()
+    assert block is not None
+    block.insert_op_before(saved, fn)
+    fn.detach()
+    fn.erase()

@@ -1,0 +1,135 @@
+"""A trial worker: ``python -m qidao.compiler.tune.worker``, one JSON request a line
+on stdin, one JSON result a line on stdout.
+
+The worker first imports the compiler and answers ``{"ready": true}``; then a
+request: ``{"id": 3, "task": {...}, "trace": "s.split(...)\\n...", "threads": 1,
+"calls": 3, "min_time": 0.1, "budget_s": 2.0}``. The worker compiles the task's
+standalone graph with the trace as its schedule (an empty trace: the compiler's
+default), calls it once and checks the output against NumPy (float64 reference,
+rtol 1e-3), then times ``calls`` more calls, more when they take under
+``min_time`` together, fewer when they would pass ``budget_s`` (at least one) and answers ``{"id", "status": "ok", "times",
+"compile_s"}``, or ``"status": "wrong"`` / ``"error"`` with the reason. A crash or a
+hang is the parent's to notice (``runner.py``): it kills the worker and starts
+another. The worker is a fresh process (never a fork of one that ran libgomp).
+
+Test hook: ``QIDAO_TUNE_FAULT="hang:0,crash:1,wrong:2"`` makes the trials with
+those ids hang, crash the process (``os._exit``) or return a wrong result
+(``*`` for every id).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from qidao.compiler.tune.task import DTYPE_NAMES, Task
+
+RTOL = 1e-3
+MAX_CALLS = 1000
+_REFERENCES: dict[str, tuple[list[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {}
+
+
+def fault(trial: int) -> str:
+    """The fault ``QIDAO_TUNE_FAULT`` injects into trial ``trial`` ("" for none)."""
+    for item in os.environ.get("QIDAO_TUNE_FAULT", "").split(","):
+        kind, _, which = item.partition(":")
+        if kind and which in ("*", str(trial)):
+            return kind
+    return ""
+
+
+def task_data(task: Task) -> tuple[list[np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
+    """Random inputs of the task (seed 0) and the NumPy reference, cached."""
+    from qidao.compiler.tune.templates import TEMPLATES
+
+    if task.key not in _REFERENCES:
+        rng = np.random.default_rng(0)
+        dtype = DTYPE_NAMES[task.dtype]
+        inputs = [rng.standard_normal(s).astype(dtype) for s in task.shapes[:-1]]
+        _REFERENCES[task.key] = (inputs, TEMPLATES[task.kind].reference(inputs))
+    return _REFERENCES[task.key]
+
+
+def check(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], depth: int) -> str:
+    """ "" when ``got`` matches; else where it differs. ``depth``: the summed terms
+    per element (the absolute tolerance grows with its square root)."""
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    atol = RTOL * float(np.sqrt(max(depth, 1)))
+    if np.allclose(got, want, rtol=RTOL, atol=atol):
+        return ""
+    bad = np.unravel_index(np.argmax(np.abs(got - want)), want.shape)
+    index = tuple(int(i) for i in bad)
+    return f"differs from NumPy at {index}: got {got[bad]}, expected {want[bad]}"
+
+
+def run_trial(request: dict[str, Any]) -> dict[str, Any]:
+    """Compile, check and time one trial (see the module docstring)."""
+    import qidao
+    from qidao.compiler.tune.templates import TEMPLATES
+
+    trial = int(request["id"])
+    injected = fault(trial)
+    if injected == "hang":
+        time.sleep(1e6)
+    if injected == "crash":
+        os._exit(70)
+    task = Task.from_json(request["task"])
+    template = TEMPLATES[task.kind]
+    inputs, want = task_data(task)
+    options: dict[str, Any] = {"threads": int(request["threads"])}
+    if request["trace"]:
+        options["schedule"] = str(request["trace"])
+    start = time.perf_counter()
+    compiled = qidao.compile(template.graph(task), **options)
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    got = compiled(*inputs)[0]
+    first_s = time.perf_counter() - start
+    if injected == "wrong":
+        got = got + 1.0
+    problem = check(got, want, task.shapes[0][-1])
+    if problem:
+        return {"id": trial, "status": "wrong", "error": problem}
+    first_s = max(first_s, 1e-9)
+    calls = max(int(request["calls"]), math.ceil(float(request["min_time"]) / first_s))
+    calls = max(1, min(calls, MAX_CALLS, int(float(request["budget_s"]) / first_s)))
+    times: list[float] = []
+    for _ in range(calls):
+        start_ns = time.perf_counter_ns()
+        compiled(*inputs)
+        times.append((time.perf_counter_ns() - start_ns) * 1e-9)
+    return {"id": trial, "status": "ok", "times": times, "compile_s": compile_s}
+
+
+def main() -> None:
+    # the protocol owns the real stdout; anything else printed goes to stderr
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    # import before answering "ready", so that no trial's time includes it
+    import qidao.compiler.compile
+    import qidao.compiler.tune.templates  # noqa: F401
+
+    protocol.write(json.dumps({"ready": True}) + "\n")
+    protocol.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            result = run_trial(request)
+        except Exception as err:
+            message = f"{type(err).__name__}: {err}".splitlines()[0][:500]
+            result = {"id": request.get("id"), "status": "error", "error": message}
+        protocol.write(json.dumps(result) + "\n")
+        protocol.flush()
+
+
+if __name__ == "__main__":
+    main()

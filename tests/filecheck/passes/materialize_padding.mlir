@@ -1,0 +1,73 @@
+// RUN: qidao-opt %s -p materialize-padding | filecheck %s
+// RUN: qidao-opt %s -p materialize-padding,materialize-padding | filecheck %s
+
+// The second RUN line checks idempotence: a rewritten convolution has no padding
+// left, so a second run changes nothing.
+
+// The docstring's example: the padding moves into a tg.pad of the input.
+// CHECK-LABEL: func.func @padded_nhwc
+// CHECK-NEXT:    %x_padded = tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 1, 0] value = 0.000000e+00 : tensor<1x6x6x8xf32> -> tensor<1x8x8x8xf32>
+// CHECK-NEXT:    %y = tg.conv2d %x_padded, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x6x6x16xf32>
+// CHECK-NEXT:    func.return %y
+func.func @padded_nhwc(%x: tensor<1x6x6x8xf32>, %w: tensor<3x3x8x16xf32>) -> tensor<1x6x6x16xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x6x6x16xf32>
+  func.return %y : tensor<1x6x6x16xf32>
+}
+
+// The transposed view that layout makes is padded in place (one copy kernel
+// later); uneven padding, strides, dilation and the bias are kept.
+// CHECK-LABEL: func.func @strided_view_bias
+// CHECK-NEXT:    %x_nhwc = tg.transpose %x perm = [0, 2, 3, 1]
+// CHECK-NEXT:    %x_nhwc_padded = tg.pad %x_nhwc low = [0, 2, 1, 0] high = [0, 0, 1, 0] value = 0.000000e+00 : tensor<1x9x7x4xf32, strided<[252, 7, 1, 63]>> -> tensor<1x11x9x4xf32>
+// CHECK-NEXT:    %y = tg.conv2d %x_nhwc_padded, %w, %b strides = [2, 1] padding = [0, 0, 0, 0] dilation = [1, 2] groups = 1 layout = "NHWC" : (tensor<1x11x9x4xf32>, tensor<3x3x4x32xf32>, tensor<32xf32>) -> tensor<1x5x5x32xf32>
+func.func @strided_view_bias(%x: tensor<1x4x9x7xf32>, %w: tensor<3x3x4x32xf32>, %b: tensor<32xf32>) -> tensor<1x5x5x32xf32> {
+  %x_nhwc = tg.transpose %x perm = [0, 2, 3, 1] : tensor<1x4x9x7xf32> -> tensor<1x9x7x4xf32, strided<[252, 7, 1, 63]>>
+  %y = tg.conv2d %x_nhwc, %w, %b strides = [2, 1] padding = [2, 1, 0, 1] dilation = [1, 2] groups = 1 layout = "NHWC" : (tensor<1x9x7x4xf32, strided<[252, 7, 1, 63]>>, tensor<3x3x4x32xf32>, tensor<32xf32>) -> tensor<1x5x5x32xf32>
+  func.return %y : tensor<1x5x5x32xf32>
+}
+
+// Must not fire: NCHW (its kernel does not vectorize over channels).
+// CHECK-LABEL: func.func @nchw
+// CHECK-NOT:     tg.pad
+// CHECK:         padding = [1, 1, 1, 1]
+func.func @nchw(%x: tensor<1x8x6x6xf32>, %w: tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32>
+  func.return %y : tensor<1x16x6x6xf32>
+}
+
+// Must not fire: no padding.
+// CHECK-LABEL: func.func @unpadded
+// CHECK-NOT:     tg.pad
+// CHECK:         padding = [0, 0, 0, 0]
+func.func @unpadded(%x: tensor<1x6x6x8xf32>, %w: tensor<3x3x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x4x4x16xf32>
+  func.return %y : tensor<1x4x4x16xf32>
+}
+
+// Must not fire: output channels that are not whole vectors (5).
+// CHECK-LABEL: func.func @narrow
+// CHECK-NOT:     tg.pad
+// CHECK:         padding = [1, 1, 1, 1]
+func.func @narrow(%x: tensor<1x6x6x3xf32>, %w: tensor<3x3x3x5xf32>) -> tensor<1x6x6x5xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x3xf32>, tensor<3x3x3x5xf32>) -> tensor<1x6x6x5xf32>
+  func.return %y : tensor<1x6x6x5xf32>
+}
+
+// Must not fire: grouped.
+// CHECK-LABEL: func.func @grouped
+// CHECK-NOT:     tg.pad
+// CHECK:         groups = 2
+func.func @grouped(%x: tensor<1x6x6x8xf32>, %w: tensor<3x3x4x32xf32>) -> tensor<1x6x6x32xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x4x32xf32>) -> tensor<1x6x6x32xf32>
+  func.return %y : tensor<1x6x6x32xf32>
+}
+
+// Must not fire: memory-bound, a padded 1x1 convolution to 16 channels does 16
+// multiply-adds per copied element (< 64).
+// CHECK-LABEL: func.func @pointwise
+// CHECK-NOT:     tg.pad
+// CHECK:         padding = [1, 1, 1, 1]
+func.func @pointwise(%x: tensor<1x6x6x8xf32>, %w: tensor<1x1x8x16xf32>) -> tensor<1x8x8x16xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<1x1x8x16xf32>) -> tensor<1x8x8x16xf32>
+  func.return %y : tensor<1x8x8x16xf32>
+}

@@ -1,0 +1,171 @@
+"""Default schedules (``qidao.compiler.defaults``): what ``qidao.compile(model)``
+applies per kernel kind, checked against NumPy, with the reasons it gives when it
+applies nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import qidao
+from qidao.compiler import defaults
+from qidao.compiler.defaults import kind_of
+from qidao.compiler.schedule import IllegalScheduleError, Schedule
+from qidao.frontend.builder import Graph
+
+
+def rand(*shape: int, seed: int = 0) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed + sum(shape))
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def matmul_graph(m: int, k: int, n: int, epilogue: bool = False) -> Graph:
+    g = Graph("main")
+    x = g.input("x", (m, k))
+    w = g.input("w", (k, n))
+    if epilogue:
+        b = g.input("b", (n,))
+        g.output(g.relu(x @ w + b))
+    else:
+        g.output(x @ w)
+    return g
+
+
+@pytest.mark.parametrize(
+    ("ops", "kind"),
+    [
+        ("tg.matmul", "matmul"),
+        ("tg.matmul+tg.add+tg.relu", "matmul"),
+        ("tg.conv2d+tg.relu", "conv2d"),
+        ("tg.softmax", "rows"),
+        ("tg.sub+tg.reduce_mean+tg.mul", "rows"),
+        ("tg.mul+tg.add+tg.relu", "elementwise"),
+        ("tg.max_pool2d", "other"),
+    ],
+)
+def test_kind_of(ops: str, kind: str) -> None:
+    assert kind_of(ops) == kind
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    ("m", "k", "n"), [(64, 64, 64), (96, 40, 128), (72, 33, 48), (100, 64, 96)]
+)
+def test_matmul_default_matches_numpy(m: int, k: int, n: int, threads: int) -> None:
+    compiled = qidao.compile(matmul_graph(m, k, n), threads=threads)
+    report = compiled.stats["default_schedule"]["main_k0_matmul"]
+    assert report.startswith("matmul: "), report
+    assert "register tile" in report and "w packed in" in report
+    trace = compiled.stats["schedule"]
+    assert 's.cache_write("main_k0_matmul", "i_o")' in trace
+    assert 's.cache_read("main_k0_matmul", "j_o", "w")' in trace
+    assert 's.compute_at("main_k0_matmul", "i_init", "i_o")' in trace
+    x, w = rand(m, k), rand(k, n, seed=1)
+    (got,) = compiled(x, w)
+    np.testing.assert_allclose(got, x @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_fused_gemm_epilogue_default_matches_numpy() -> None:
+    compiled = qidao.compile(matmul_graph(128, 64, 96, epilogue=True), threads=1)
+    (kernel,) = compiled.stats["default_schedule"]
+    assert compiled.stats["default_schedule"][kernel].startswith("matmul: ")
+    assert f's.compute_at("{kernel}", "i_epi", "i_o")' in compiled.stats["schedule"]
+    x, w, b = rand(128, 64), rand(64, 96, seed=1), rand(96, seed=2)
+    (got,) = compiled(x, w, b)
+    np.testing.assert_allclose(got, np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_parallel_only_when_threads_and_work_pay() -> None:
+    big = qidao.compile(matmul_graph(256, 256, 256), threads=2)
+    assert 's.parallel("main_k0_matmul", "j_o")' in big.stats["schedule"]
+    one = qidao.compile(matmul_graph(256, 256, 256), threads=1)
+    assert "parallel" not in one.stats["schedule"]
+    small = qidao.compile(matmul_graph(64, 64, 64), threads=2)
+    assert "parallel" not in small.stats["schedule"]
+
+
+def test_small_matmul_keeps_its_loops_and_says_why() -> None:
+    compiled = qidao.compile(matmul_graph(4, 5, 6))
+    assert compiled.stats["default_schedule"] == {
+        "main_k0_matmul": "none: 4x5x6 is too small to tile"
+    }
+    assert compiled.stats["schedule"] == ""
+    assert compiled.ir("schedule") == compiled.ir("affine")
+
+
+def test_schedule_none_keeps_the_lowered_loops() -> None:
+    compiled = qidao.compile(matmul_graph(64, 64, 64), schedule=None)
+    assert "default_schedule" not in compiled.stats
+    assert compiled.ir("schedule") == compiled.ir("affine")
+
+
+def test_elementwise_and_rows_parallel_with_two_threads() -> None:
+    g = Graph("main")
+    x = g.input("x", (512, 256))
+    g.output(g.softmax(g.relu(x * 2.0 + 1.0), axis=-1))
+    compiled = qidao.compile(g, threads=2)
+    report = compiled.stats["default_schedule"]
+    assert any(r.startswith("rows: loop i0") for r in report.values()), report
+    data = rand(512, 256)
+    y = np.maximum(data * 2 + 1, 0)
+    e = np.exp(y - y.max(-1, keepdims=True))
+    (got,) = compiled(data)
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
+    single = qidao.compile(g, threads=1).stats["default_schedule"]
+    assert all("one thread" in r for r in single.values()), single
+
+
+def test_small_elementwise_stays_serial() -> None:
+    g = Graph("main")
+    x = g.input("x", (16, 16))
+    g.output(g.relu(x))
+    report = qidao.compile(g, threads=2).stats["default_schedule"]
+    (line,) = report.values()
+    assert "too little work" in line
+
+
+def test_a_failing_scheduler_puts_the_kernel_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def half_then_fail(s: Schedule, kernel: str, threads: int) -> str:
+        s.split(kernel, "i", 8)
+        raise IllegalScheduleError("split", kernel, "i", "injected")
+
+    monkeypatch.setattr(defaults, "_schedulers", lambda: {"matmul": half_then_fail})
+    compiled = qidao.compile(matmul_graph(64, 64, 64))
+    (line,) = compiled.stats["default_schedule"].values()
+    assert line.startswith("none: the matmul schedule failed") and "injected" in line
+    assert compiled.stats["schedule"] == ""
+    assert compiled.ir("schedule") == compiled.ir("affine")
+    x, w = rand(64, 64), rand(64, 64, seed=1)
+    np.testing.assert_allclose(compiled(x, w)[0], x @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_eager_mode_gets_default_schedules_too() -> None:
+    compiled = qidao.compile(matmul_graph(64, 64, 64, epilogue=True), mode="eager")
+    report = compiled.stats["default_schedule"]
+    assert report["main_k0_matmul"].startswith("matmul: "), report
+
+
+def test_batched_and_constant_weight_matmuls_match_numpy() -> None:
+    g = Graph("main")
+    x = g.input("x", (3, 40, 64))
+    w = g.input("w", (3, 64, 48))
+    g.output(x @ w)
+    compiled = qidao.compile(g)
+    assert compiled.stats["default_schedule"]["main_k0_matmul"].startswith("matmul:")
+    a, b = rand(3, 40, 64), rand(3, 64, 48, seed=1)
+    np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)
+
+    weight = rand(64, 96, seed=2)
+    g = Graph("main")
+    x = g.input("x", (80, 64))
+    g.output(g.relu(x @ g.constant(weight)))
+    compiled = qidao.compile(g)
+    (line,) = compiled.stats["default_schedule"].values()
+    assert line.startswith("matmul:") and "packed" in line, line
+    a = rand(80, 64)
+    want = np.maximum(a @ weight, 0)
+    np.testing.assert_allclose(compiled(a)[0], want, rtol=1e-4, atol=1e-4)
