@@ -15,7 +15,9 @@ from qidao.compiler.schedule import Schedule
 N = 256  # the smallest size the rungs' 8 x 256 tiles fit without tails
 
 
-@pytest.mark.parametrize("rung", [r for r in ladder.rungs() if r.schedule is not None])
+@pytest.mark.parametrize(
+    "rung", [r for r in ladder.rungs() if r.schedule not in (None, "tuned")]
+)
 def test_rung_replays_and_is_correct(rung: ladder.Rung) -> None:
     assert rung.schedule is not None
     compiled = qidao.compile(ladder.matmul_graph(N), schedule=rung.schedule, threads=1)
@@ -46,14 +48,11 @@ def test_naive_is_ijk() -> None:
 def test_missing_rungs_are_not_faked() -> None:
     names = [r.name for r in ladder.rungs()]
     assert names[:5] == ["naive", "split", "reorder", "vectorize", "parallel"]
-    assert names[5:] == ["cache_write", "cache_read", "tuned"]
-    assert (ladder.RUNGS["cache_write"].schedule is None) != hasattr(
-        Schedule, "cache_write"
-    )
+    assert names[5:] == ["cache_write", "cache_read", "default", "tuned"]
     for r in ladder.rungs():
         assert (r.schedule is None) == bool(r.missing)
-    assert ladder.RUNGS["cache_read"].schedule is not None
-    assert ladder.RUNGS["tuned"].schedule is None
+    assert ladder.RUNGS["default"].schedule == "default"
+    assert ladder.RUNGS["tuned"].schedule == "tuned"
 
 
 def test_cache_read_rung_packs_b() -> None:
@@ -88,8 +87,10 @@ def test_ladder_csv(tmp_path: Path) -> None:
         max_calls=1,
         csv_path=path,
         progress=False,
+        tune_trials=2,
     )
     assert not [r.error for r in rows if r.error]
+    assert (tmp_path / "ladder-tune.jsonl").read_text().count("\n") >= 2
     with path.open() as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == ladder.CSV_FIELDS
@@ -116,8 +117,26 @@ def test_ladder_csv(tmp_path: Path) -> None:
         assert float(by_name[name]["gflops"]) > 0
     assert float(by_name["pytorch"]["x_pytorch"]) == pytest.approx(1.0)
     assert "parallel" in by_name and by_name["parallel"]["note"]
+    assert "s.split" in by_name["default"]["schedule"]
     text = ladder.format_table(rows)
-    assert "not implemented yet" in text and "best library" in text
+    assert "best library" in text
+
+
+def test_tuned_rung_without_a_record_fails_clearly(tmp_path: Path) -> None:
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    rows = ladder.run_ladder(
+        n=N,
+        threads=1,
+        min_time=0.0,
+        min_calls=1,
+        max_calls=1,
+        progress=False,
+        peak=False,
+        records=empty,
+    )
+    tuned = next(r for r in rows if r.rung == "tuned")
+    assert "no record for" in tuned.error
 
 
 def test_plot(tmp_path: Path) -> None:

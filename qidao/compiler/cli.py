@@ -154,6 +154,8 @@ def cmd_bench_ladder(args: argparse.Namespace) -> int:
         min_time=args.min_time,
         csv_path=Path(args.csv),
         plot_path=_plot_path(args, "bench-results/ladder.png"),
+        records=Path(args.records) if args.records else None,
+        tune_trials=args.tune_trials,
     )
     print(format_table(rows))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
@@ -268,6 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a PNG bar chart here (alone: bench-results/<bench|ladder>.png)",
     )
     p.add_argument("--size", type=int, default=1024, help="ladder: matmul N×N")
+    p.add_argument(
+        "--records",
+        help="ladder: the tuned rung applies this records file's best record "
+        "(default: tune first, into ladder-tune.jsonl beside the CSV)",
+    )
+    p.add_argument(
+        "--tune-trials",
+        type=int,
+        default=32,
+        help="ladder: trials of the tuning run before the tuned rung (default 32)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument(
         "--min-time", type=float, default=1.0, help="seconds of timing per run"

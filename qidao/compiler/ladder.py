@@ -142,10 +142,16 @@ def cache_read(s: Schedule) -> None:
     s.unroll(KERNEL, "j_o_cr_i1", 0)
 
 
+RECORDS_ENV = "QIDAO_LADDER_RECORDS"
+"""The ``tuned`` rung's worker reads the records file from this variable."""
+
+
 @dataclass(frozen=True)
 class Rung:
     name: str
-    schedule: Callable[[Schedule], None] | None
+    schedule: Callable[[Schedule], None] | str | None
+    """A schedule function, ``"default"`` (what ``qidao.compile`` does untold) or
+    ``"tuned"`` (the best record of ``qidao tune``); None: not implemented."""
     missing: str = ""
     """Why this rung has no schedule yet (shown instead of a number)."""
 
@@ -167,7 +173,8 @@ def rungs() -> list[Rung]:
             Rung("cache_write", None, "not implemented yet: Schedule.cache_write")
         )
     ladder.append(Rung("cache_read", cache_read))
-    ladder.append(Rung("tuned", None, "not implemented yet: qidao tune"))
+    ladder.append(Rung("default", "default"))
+    ladder.append(Rung("tuned", "tuned"))
     return ladder
 
 
@@ -245,10 +252,15 @@ def run_worker(
         rung = RUNGS[name]
         if rung.schedule is None:
             raise ValueError(f"rung '{name}' has no schedule: {rung.missing}")
+        options: dict[str, Any] = {"schedule": rung.schedule}
+        if rung.schedule == "tuned":  # the best record alone, no default under it
+            options = {"schedule": None, "records": os.environ[RECORDS_ENV]}
         start = time.perf_counter()
-        compiled = qidao.compile(
-            matmul_graph(n), schedule=rung.schedule, threads=threads
-        )
+        compiled = qidao.compile(matmul_graph(n), threads=threads, **options)
+        if rung.schedule == "tuned":
+            note = compiled.stats["records"][KERNEL]
+            if note.startswith(("no record", "the record")):
+                raise ValueError(f"tuned: {note}")
         result["compile_s"] = time.perf_counter() - start
         result["schedule"] = compiled.stats["schedule"]
         # the trace replays on a fresh module, and its pipeline form goes with it
@@ -439,8 +451,14 @@ def run_ladder(
     plot_path: Path | None = None,
     progress: bool = True,
     peak: bool = True,
+    records: Path | None = None,
+    tune_trials: int = 32,
 ) -> list[Row]:
-    """Every rung, PyTorch, NumPy and the peak, each in its own process."""
+    """Every rung, PyTorch, NumPy and the peak, each in its own process.
+
+    The ``tuned`` rung applies the best record of ``records``; without one, the
+    ladder first runs ``qidao tune matmul{n}`` for ``tune_trials`` trials (seed
+    0) into ``ladder-tune.jsonl`` beside the CSV (or a temporary file)."""
     from tqdm import tqdm
 
     if n <= 0 or n % TILE_J:
@@ -458,6 +476,9 @@ def run_ladder(
     if peak:
         jobs.append(("peak", "peak"))
     flops = 2.0 * n**3
+    if records is None:
+        records = tune_for_ladder(n, threads, tune_trials, csv_path, progress)
+    os.environ[RECORDS_ENV] = str(records)  # the tuned rung's worker inherits it
     rows: list[Row] = []
     bar = tqdm(jobs, desc="ladder", unit="run", disable=not progress, file=sys.stderr)
     for kind, name in bar:
@@ -497,6 +518,35 @@ def run_ladder(
     if plot_path is not None:
         plot_ladder(rows, plot_path)
     return rows
+
+
+def tune_for_ladder(
+    n: int, threads: int, trials: int, csv_path: Path | None, progress: bool
+) -> Path:
+    """Tune matmul ``n`` for the ``tuned`` rung; returns the records file."""
+    import tempfile
+
+    from qidao.compiler.tune import named_task, tune_task
+    from qidao.compiler.tune.tuner import Measurement
+
+    task = named_task(f"matmul{n}")
+    assert task is not None
+    if csv_path is not None:
+        path = csv_path.parent / "ladder-tune.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+    else:
+        path = Path(tempfile.mkdtemp(prefix="qidao-ladder-")) / "tune.jsonl"
+    tune_task(
+        task,
+        trials=trials,
+        seed=0,
+        records=path,
+        how=Measurement(threads=threads),
+        references=False,
+        progress=progress,
+    )
+    return path
 
 
 def _gflops_of(rows: Sequence[Row], name: str) -> float | None:
