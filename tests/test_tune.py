@@ -134,6 +134,29 @@ def test_seed_gives_the_same_candidates() -> None:
     ]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_evolution_measures_the_default_schedule_first(threads: int) -> None:
+    """The recipe is the default schedule's point: the first trial, and it
+    compiles to the same trace (parallel j_o when there are threads)."""
+    task = _task("matmul256")
+    space = Space(MATMUL, task, threads=threads)
+
+    def measure(points: list[Point]) -> list[float | None]:
+        return [_synthetic(space, p) for p in points]
+
+    history = evolutionary_search(space, measure, trials=8, seed=3)
+    recipe = space.config(history[0].point)
+    assert recipe["pack"] == "w" and recipe["init"] and recipe["order"] == "jik"
+    assert recipe["parallel"] == ("j_o" if threads > 1 else "none")
+    graph = MATMUL.graph(task)
+    trace = space.trace(history[0].point)
+    default = qidao.compile(graph, threads=threads).stats["schedule"]
+    assert sorted(trace.splitlines()) == sorted(default.splitlines())
+    x, w = _inputs(task)
+    got = qidao.compile(graph, schedule=trace, threads=threads)(x, w)[0]
+    np.testing.assert_allclose(got, x @ w, rtol=1e-4, atol=1e-3)
+
+
 def test_search_comparison_on_a_table() -> None:
     space = Space(MATMUL, SMALL, small=True)
 

@@ -87,7 +87,7 @@ def summary(result: TuneResult) -> str:
     ]
     tuned: float = best.gflops
     parts = []
-    for name, label in (("default", "default schedule"), ("recipe", "ladder recipe")):
+    for name, label in (("default", "default schedule"),):
         rate = result.references.get(name)
         if rate:
             parts.append(f"{label} {rate:.1f} GFLOP/s ({tuned / rate:.2f}x)")

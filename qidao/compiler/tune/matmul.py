@@ -4,18 +4,23 @@ The kernel ``out[i, j] += x[i, k] * w[k, j]`` (loops ``i, k, j``) becomes::
 
     split i by tile_i, j by tile_j (and k by tile_k when it is not 0)
     reorder <outer loops in `order`>, k (or k_i), i_i, j_i
+    compute_at the zeroing nest, the tile loop    (init; no k split)
+    parallel <parallel>                           (threads > 1)
     cache_write at the innermost outer loop       (cache_write)
     cache_read w at the loop enclosing i_o         (pack = "w", when registered;
                                                     the tile loop if i_o is outermost)
     vectorize j_i (and the copy loops) by width
     unroll j_i, i_i and the copy loops fully      (unroll_tile, where constant)
     unroll k (or k_i) by unroll_k
-    parallel <parallel>                           (threads > 1)
 
 ``order`` names the outer loops ``i_o, j_o, k_o`` outermost first (``"jki"``:
 ``j_o, k_o, i_o``); without a k split ``k_o`` does not exist. With ``cache_write``
-and ``unroll_tile`` this is the ladder's register tile (its ``recipe``: 8 × 32,
-width 16); ``tile_k`` and ``order`` add the cache blocking around it. ``tile_i``
+and ``unroll_tile`` this is the ladder's register tile; the template's ``recipe``
+is the default schedule's point (8 × 32, width 16, ``j_o`` outermost, ``w`` packed,
+the zeroing in the tile: ``qidao/compiler/defaults/matmul.py``), which the
+evolutionary search measures first. ``tile_k`` and ``order`` add the cache blocking
+around it. ``parallel`` marks its loop before the tile is copied and unrolled
+(``parallel`` cannot see through an unrolled vector write-back). ``tile_i``
 and ``tile_k`` include factors that do not divide the extents (the last tile is
 shorter; its loops are not unrolled).
 """
@@ -48,6 +53,7 @@ KNOBS = (
     Knob("unroll_tile", (True, False), "unroll the tile's loops fully"),
     Knob("unroll_k", (1, 2, 4), "unroll the reduction loop by"),
     Knob("pack", ("none", "w"), "cache_read (pack) w", requires="cache-read"),
+    Knob("init", (False, True), "compute_at the zeroing into the tile loop"),
     Knob("parallel", ("none", "i_o", "j_o"), "worker threads", needs_threads=True),
 )
 
@@ -92,6 +98,8 @@ def violation(config: Config, task: Task) -> str:
         return f"unrolled body of {statements * uk} vector statements"
     if config["parallel"] != "none" and config["parallel"] not in _outer(config):
         return f"no loop {config['parallel']}"
+    if config["init"] and tk:
+        return "init in the tile needs k unsplit (k_o would zero the tile again)"
     return ""
 
 
@@ -108,6 +116,10 @@ def apply(s: Schedule, kernel: str, config: Config, task: Task) -> None:
     outer = _outer(config)
     s.reorder(kernel, *outer, inner_k, "i_i", "j_i")
     tile = outer[-1]
+    if config["init"]:
+        s.compute_at(kernel, "i_init", tile)
+    if config["parallel"] != "none":
+        s.parallel(kernel, str(config["parallel"]))
     k_exact = not tk or k % tk == 0
     exact = m % ti == 0 and k_exact
     if config["cache_write"]:
@@ -119,20 +131,21 @@ def apply(s: Schedule, kernel: str, config: Config, task: Task) -> None:
         if k_exact:
             s.vectorize(kernel, f"{pack_at}_cr_i1", width)
     s.vectorize(kernel, "j_i", width)
+    copy_in = f"{tile}_cw_i1" in s.loops(kernel)  # none when the init is inside
     if config["cache_write"] and exact:
-        s.vectorize(kernel, f"{tile}_cw_i1", width)
+        if copy_in:
+            s.vectorize(kernel, f"{tile}_cw_i1", width)
         s.vectorize(kernel, f"{tile}_wb_i1", width)
     if config["unroll_tile"]:
         s.unroll(kernel, "j_i", 0)
         if m % ti == 0:
             s.unroll(kernel, "i_i", 0)
         if config["cache_write"] and exact:
-            s.unroll(kernel, f"{tile}_cw_i0", 0)
+            if copy_in:
+                s.unroll(kernel, f"{tile}_cw_i0", 0)
             s.unroll(kernel, f"{tile}_wb_i0", 0)
     if int(config["unroll_k"]) > 1:
         s.unroll(kernel, inner_k, int(config["unroll_k"]))
-    if config["parallel"] != "none":
-        s.parallel(kernel, str(config["parallel"]))
 
 
 def features(config: Config, task: Task) -> list[float]:
@@ -155,6 +168,7 @@ def features(config: Config, task: Task) -> list[float]:
         math.log2(int(config["unroll_k"])),
         *(float(order == o) for o in ORDERS),
         float(config["pack"] != "none"),
+        float(bool(config["init"])),
         float(config["parallel"] == "i_o"),
         float(config["parallel"] == "j_o"),
         float(m % ti == 0),
@@ -216,5 +230,15 @@ MATMUL = Template(
         "cache_write": (False, True),
         "unroll_tile": (False, True),
     },
-    recipe={"tile_i": 8, "tile_j": 32, "width": 16},
+    recipe={
+        "tile_i": 8,
+        "tile_j": 32,
+        "width": 16,
+        "order": "jik",
+        "cache_write": True,
+        "unroll_tile": True,
+        "pack": "w",
+        "init": True,
+        "parallel": "j_o",
+    },
 )

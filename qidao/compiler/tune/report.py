@@ -44,7 +44,7 @@ def compare_searches(
 ) -> Comparison:
     """Replay random and evolutionary search on the measured ``history`` of an
     exhaustive run of ``space``."""
-    evolution = evolution or Evolution()
+    evolution = evolution or Evolution(start_from_recipe=False)
     best = best_trial(history)
     if best is None or best.gflops is None:
         raise ValueError("no trial of the exhaustive run succeeded")

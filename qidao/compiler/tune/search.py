@@ -111,6 +111,10 @@ class Evolution:
     generations: int = 4
     explore: float = 0.25
     """The share of each batch picked at random."""
+    start_from_recipe: bool = True
+    """Measure the template's recipe (the default schedule's point) in the first
+    batch, so a tuning run never ends below it; the comparison with random search
+    (``report.py``) turns this off, so both start from nothing."""
 
 
 def evolutionary_search(
@@ -125,7 +129,11 @@ def evolutionary_search(
     state = _State(space, measure)
     while len(state.history) < trials:
         n = min(settings.batch, trials - len(state.history))
-        if not any(t.gflops for t in state.history):
+        if not state.history and settings.start_from_recipe:
+            recipe = space.canonical(space.point(space.template.recipe))
+            start = [recipe] if state.usable(recipe) else []
+            picks = start + state.random(rng, n - len(start), start)
+        elif not any(t.gflops for t in state.history):
             picks = state.random(rng, n, ())
         else:
             picks = _propose(state, rng, n, settings)

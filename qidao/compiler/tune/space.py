@@ -100,8 +100,12 @@ class Space:
         return {k.name: v for k, v in zip(self.knobs, point, strict=True)}
 
     def point(self, config: Mapping[str, KnobValue]) -> Point:
-        """The point of ``config`` (knobs it lacks take their first value)."""
-        return tuple(config.get(k.name, k.values[0]) for k in self.knobs)
+        """The point of ``config``: knobs it lacks, or whose value this space does
+        not offer (``parallel`` with one thread), take their first value."""
+        return tuple(
+            config[k.name] if config.get(k.name) in k.values else k.values[0]
+            for k in self.knobs
+        )
 
     def canonical(self, point: Point) -> Point:
         return self.point(self.template.canonical(self.config(point), self.task))
