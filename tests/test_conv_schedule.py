@@ -2,8 +2,8 @@
 
 ``schedule_conv`` either register-tiles an NHWC convolution kernel or returns False
 and leaves it exactly as it was. The tile needs the main nest ``n, oh, ow, kh, kw,
-c, f`` perfectly nested with the init nest outside it; while the NHWC lowering keeps
-its init loop ``f_init`` inside ``ow``, the tiled cases skip, saying so.
+c, f`` perfectly nested, the init nest ``n_init, ...`` and the epilogue outside it
+(as the NHWC lowering makes them).
 """
 
 from __future__ import annotations
@@ -37,11 +37,6 @@ def conv_kernel(s: Schedule) -> str:
     return next(k for k, ops in s.kernels().items() if ops.startswith("tg.conv2d"))
 
 
-def init_is_separate(s: Schedule) -> bool:
-    loops = s.loops(conv_kernel(s))
-    return "f_init" in loops and loops.index("f_init") < loops.index("n")
-
-
 def reference(x: Array, w: Array, b: Array, stride: int, padding: int) -> Array:
     torch = pytest.importorskip("torch", reason="the conv oracle is torch")
     y = torch.nn.functional.conv2d(
@@ -52,19 +47,17 @@ def reference(x: Array, w: Array, b: Array, stride: int, padding: int) -> Array:
 
 @pytest.mark.parametrize(
     ("c", "f", "hw", "stride"),
-    [(3, 5, (7, 9), 2), (8, 8, (6, 6), 1), (4, 32, (5, 5), 1)],
+    [(3, 5, (7, 9), 2), (8, 8, (6, 6), 1)],
 )
 def test_leaves_other_shapes_alone(
     c: int, f: int, hw: tuple[int, int], stride: int
 ) -> None:
-    """F not a multiple of 16, a padding test left in the nest, an OW no tile width
-    divides, or the init loop inside ``ow``: False, and the module unchanged."""
+    """F not a multiple of 16 (3 -> 5), or a padding test left in the nest (8 -> 8:
+    too little work for ``materialize-padding``): False, the module unchanged."""
     g, _, _ = conv_graph(c, f, hw, stride)
     s = Schedule.for_model(g)
     kernel = conv_kernel(s)
     before = str(s.module)
-    if f == 32 and init_is_separate(s):
-        pytest.skip("OW = 5 with F = 32 now tiles 5 x 32; covered below")
     assert schedule_conv(s, kernel, 1) is False
     assert str(s.module) == before
     assert s.trace == []
@@ -79,13 +72,6 @@ def test_tile_numerics(
     c: int, f: int, hw: tuple[int, int], stride: int, threads: int
 ) -> None:
     g, w, b = conv_graph(c, f, hw, stride)
-    s = Schedule.for_model(g)
-    if not init_is_separate(s):
-        pytest.skip(
-            "the NHWC conv lowering keeps f_init inside ow; the tile needs the init "
-            "as a top-level nest"
-        )
-
     def schedule(s: Schedule) -> None:
         assert schedule_conv(s, conv_kernel(s), threads)
 

@@ -31,9 +31,9 @@ and changes nothing otherwise): the loops ``n, oh, ow, kh, kw, c, f`` perfectly
 nested down to ``c`` (no padding test between the window and the channel loops:
 ``materialize-padding`` removes it; no group loop ``g``; no init loop inside
 ``ow``), ``F`` a multiple of 16 and ``OW`` a multiple of one of the tile widths.
-An init nest (``out = bias``, ``n_init, ...``) and an epilogue nest
-(``n_epi, ...``), when they are separate top-level nests, move into the tile with
-``compute_at`` before ``cache_write``, so they too work on the accumulators.
+The init nest (``out = bias``, ``n_init, ...``) and the epilogue nest
+(``n_epi, ...``) move into the tile with ``compute_at`` before ``cache_write``, so
+they too work on the accumulators.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ import math
 from xdsl.dialects import affine
 
 from qidao.compiler.schedule import Schedule
-from qidao.passes import all_passes
 from qidao.passes._loops import body_ops, kernel_functions, loop_name, nested_child
 
 WIDTH = 16
@@ -130,10 +129,8 @@ def schedule_conv(s: Schedule, kernel: str, threads: int) -> bool:
 
 def _side_nests(s: Schedule, kernel: str) -> list[str]:
     """The outermost loops of the init and epilogue nests, when they are top-level
-    nests of their own (``n_init``, ``n_epi``) and ``compute_at`` exists: they
-    then run per tile, on the accumulators, instead of over the whole output."""
-    if "compute-at" not in all_passes():
-        return []
+    nests of their own (``n_init``, ``n_epi``): they then run per tile, on the
+    accumulators, instead of over the whole output."""
     fn = kernel_functions(s.module)[kernel]
     top = [loop_name(op) for op in fn.body.block.ops if isinstance(op, affine.ForOp)]
     return [name for name in ("n_init", "n_epi") if name in top]
