@@ -72,6 +72,7 @@ def test_tile_numerics(
     c: int, f: int, hw: tuple[int, int], stride: int, threads: int
 ) -> None:
     g, w, b = conv_graph(c, f, hw, stride)
+
     def schedule(s: Schedule) -> None:
         assert schedule_conv(s, conv_kernel(s), threads)
 
@@ -90,3 +91,21 @@ def test_default_schedule_numerics() -> None:
     x = np.random.default_rng(2).standard_normal((1, 64, 8, 8)).astype(np.float32)
     (got,) = compiled(x)
     np.testing.assert_allclose(got, reference(x, w, b, 1, 1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_default_conv_relu_epilogue_in_the_tile(threads: int) -> None:
+    """conv + bias + relu: the epilogue nest runs inside the tile (compute_at)."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    g = Graph()
+    x = g.input("x", (2, 16, 12, 16))
+    g.output(g.relu(g.conv2d(x, w, b, padding=1)))
+    compiled = qidao.compile(g, threads=threads)
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "fused" in k]
+    assert compiled.stats["default_schedule"][kernel].startswith("conv2d: register")
+    assert f's.compute_at("{kernel}", "n_epi"' in compiled.stats["schedule"]
+    data = rng.standard_normal((2, 16, 12, 16)).astype(np.float32)
+    want = np.maximum(reference(data, w, b, 1, 1), 0)
+    np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-4, atol=1e-4)

@@ -74,7 +74,7 @@ def _schedulers() -> dict[str, Scheduler]:
 
         if not schedule_conv(s, kernel, threads):
             raise NotApplicable("the loops are not a conv2d nest the tile handles")
-        return "conv2d register tile"
+        return "register tile of output pixels x output channels"
 
     return {
         "matmul": schedule_matmul,
