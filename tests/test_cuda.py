@@ -10,6 +10,7 @@ Three levels of checking, each skipped with its reason when its tool is missing:
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,14 +19,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects import func
+from xdsl.parser import Parser
 
 import qidao
 from qidao.compiler.cli import main as cli_main
+from qidao.compiler.context import make_context
 from qidao.compiler.cuda import CompiledCuda, compile_cuda
-from qidao.compiler.cuda.emit import CudaEmitError
+from qidao.compiler.cuda.emit import CudaEmitError, emit_kernel
 from qidao.compiler.examples import EXAMPLES
 from qidao.compiler.schedule import Schedule
 from qidao.frontend.builder import Graph
+from qidao.runtime.cuda import CudaFunction
 from qidao.runtime.errors import ArgumentError
 
 RNG = np.random.default_rng(3)
@@ -89,7 +94,65 @@ def softmax_case() -> tuple[Graph, Callable[[Schedule], None], Arrays, Arrays]:
     return g, schedule, [data], [e / e.sum(axis=1, keepdims=True)]
 
 
-CASES = {"matmul": matmul_case, "chain": chain_case, "softmax": softmax_case}
+def row_staged_case() -> tuple[Graph, Callable[[Schedule], None], Arrays, Arrays]:
+    """``matmul_case`` with the row of b that a k step reads staged per block."""
+    g, schedule, inputs, reference = matmul_case()
+
+    def staged(s: Schedule) -> None:
+        schedule(s)
+        s.cache_read("main_k0_matmul", "k", "b")
+
+    return g, staged, inputs, reference
+
+
+def tiled_matmul_case(
+    m: int, k: int, n: int, x_at: str = "k_o_o"
+) -> tuple[Graph, Callable[[Schedule], None], Arrays, Arrays]:
+    """The shared-memory tiled matmul: 16 x 16 blocks of threads, k split by 16,
+    the tiles of x and w staged in ``__shared__`` memory by ``cache_read``.
+
+    ``x_at="k_o_o"``: both 16 x 16 tiles per k step (k_o split by 1 gives the second
+    loop that w needs: one ``cache_read`` per loop). ``x_at="j_o"``: the 16 x k
+    panel of x once per block, the tile of w per k step."""
+    g = Graph("main")
+    x = g.input("x", (m, k))
+    w = g.input("w", (k, n))
+    g.output(g.matmul(x, w))
+    kernel = "main_k0_matmul"
+
+    def schedule(s: Schedule) -> None:
+        s.bind(kernel, "i_init", "blockIdx.x")
+        s.bind(kernel, "j_init", "threadIdx.x")
+        s.split(kernel, "i", 16)
+        s.split(kernel, "j", 16)
+        s.split(kernel, "k", 16)
+        s.reorder(kernel, "i_o", "j_o", "k_o", "i_i", "j_i", "k_i")
+        s.bind(kernel, "i_o", "blockIdx.y")
+        s.bind(kernel, "j_o", "blockIdx.x")
+        s.bind(kernel, "i_i", "threadIdx.y")
+        s.bind(kernel, "j_i", "threadIdx.x")
+        if x_at == "k_o_o":
+            s.split(kernel, "k_o", 1)
+            s.cache_read(kernel, "k_o_o", "x")
+            s.cache_read(kernel, "k_o_i", "w")
+        else:
+            s.cache_read(kernel, x_at, "x")
+            s.cache_read(kernel, "k_o", "w")
+
+    xs, ws = randn(m, k), randn(k, n)
+    return g, schedule, [xs, ws], [xs @ ws]
+
+
+CASES = {
+    "matmul": matmul_case,
+    "matmul_row_staged": row_staged_case,
+    "chain": chain_case,
+    "softmax": softmax_case,
+    "tiled": lambda: tiled_matmul_case(64, 48, 80),
+    "tiled_tails": lambda: tiled_matmul_case(50, 37, 70),
+    "tiled_panel": lambda: tiled_matmul_case(64, 48, 80, x_at="j_o"),
+    "tiled_panel_tails": lambda: tiled_matmul_case(50, 37, 70, x_at="j_o"),
+}
 
 
 def check_close(got: Arrays, want: Arrays) -> None:
@@ -165,6 +228,137 @@ def test_cli_emits_cuda(capsys: pytest.CaptureFixture[str]) -> None:
     assert "__global__ void main_k0_fused(" in capsys.readouterr().out
 
 
+# --- shared memory: cache_read tiles staged by a block's threads --------------------
+
+
+def test_cache_read_in_a_block_is_staged_in_shared_memory() -> None:
+    g, schedule, _, _ = tiled_matmul_case(64, 48, 80, x_at="j_o")
+    source = compile_cuda(g, schedule=schedule).ir("cuda")
+    assert "// __shared__ 4096 of 49152 bytes: x_pack (3072 bytes, at loop 'j_o')" in (
+        source
+    )
+    assert "const long long qd_tid = (long long)threadIdx.x + 16 * (long long)" in (
+        source
+    )
+    assert "__shared__ float x_pack[768];" in source
+    assert "__shared__ float w_pack[256];" in source
+    assert "for (long long k_o_cr = qd_tid; k_o_cr < 256; k_o_cr += 256) {" in source
+    assert "const long long k_o_cr_i0 = k_o_cr / 16;" in source
+    assert "const long long j_o_cr_i1 = j_o_cr % 48;" in source
+    # a barrier after each copy, one before the next copy of w overwrites the tile
+    order = [
+        "__shared__ float x_pack",
+        "__syncthreads();  // x_pack staged",
+        "for (long long k_o = 0; k_o < 3; ++k_o) {",
+        "__syncthreads();  // w_pack staged",
+        "// loop 'i_i' bound to threadIdx.y",
+        "__syncthreads();  // the next copy into w_pack waits",
+    ]
+    positions = [source.index(text) for text in order]
+    assert positions == sorted(positions)
+    assert source.count("__syncthreads();") == 3
+
+
+def test_staging_copies_are_guarded_at_the_edges() -> None:
+    g, schedule, _, _ = tiled_matmul_case(50, 37, 70)
+    source = compile_cuda(g, schedule=schedule).ir("cuda")
+    assert "if (k_o_o_cr_i0 < 50 - i_o * 16 && k_o_o_cr_i1 < 37 - k_o_o * 16) {" in (
+        source
+    )
+    assert source.count("__syncthreads();") == 4  # 2 copies, 2 loops around
+
+
+def test_cache_read_inside_a_thread_loop_stays_per_thread() -> None:
+    g, schedule, _, _ = matmul_case()
+
+    def per_thread(s: Schedule) -> None:
+        schedule(s)
+        s.cache_read("main_k0_matmul", "j", "b")  # j is bound to threadIdx.x
+
+    source = compile_cuda(g, schedule=per_thread).ir("cuda")
+    assert "float b_pack[1];" in source
+    assert "__shared__" not in source and "__syncthreads" not in source
+
+
+def test_shared_memory_over_48_kib_is_refused() -> None:
+    g, schedule, _, _ = tiled_matmul_case(32, 1024, 32, x_at="j_o")
+    with pytest.raises(
+        CudaEmitError,
+        match=r"kernel 'main_k0_matmul': launch 'main_k0_matmul__i_o': its "
+        r"__shared__ staging buffers take 66560 bytes \(%x_pack at loop 'j_o': "
+        r"65536 bytes, .*over the 49152 bytes \(48 KiB\)",
+    ):
+        compile_cuda(g, schedule=schedule)
+
+
+def _kernel(source: str) -> func.FuncOp:
+    module = Parser(make_context(), source).parse_module()
+    module.verify()
+    return next(op for op in module.ops if isinstance(op, func.FuncOp))
+
+
+NON_UNIFORM = """
+func.func @k(%n: memref<1xindex> {llvm.noalias}, %x: memref<64xf32> {llvm.noalias},
+             %y: memref<64xf32> {llvm.noalias}) attributes {qd.kernel = "t"} {
+  affine.for %b = 0 to 4 {
+    %m = affine.load %n[0] : memref<1xindex>
+    affine.for %s = 0 to %m {
+      %x_pack = memref.alloca() : memref<16xf32>
+      affine.for %s_cr_i0 = 0 to 16 {
+        %v = affine.load %x[%b * 16 + %s_cr_i0] : memref<64xf32>
+        affine.store %v, %x_pack[%s_cr_i0] : memref<16xf32>
+      } {qd.loop = "s_cr_i0"}
+      affine.for %t = 0 to 16 {
+        %w = affine.load %x_pack[%t] : memref<16xf32>
+        affine.store %w, %y[%b * 16 + %t] : memref<64xf32>
+      } {qd.loop = "t", qd.bind = "threadIdx.x"}
+    } {qd.loop = "s"}
+  } {qd.loop = "b", qd.bind = "blockIdx.x"}
+  func.return
+}
+"""
+
+
+def test_staging_under_a_loaded_bound_is_refused() -> None:
+    with pytest.raises(
+        CudaEmitError,
+        match=r"kernel 'k': loop 's': %x_pack cannot be staged in __shared__ memory: "
+        r"the bounds of loop 's' around it use a value loaded from memory",
+    ):
+        emit_kernel(_kernel(NON_UNIFORM))
+
+
+def test_bind_checks_are_rerun_on_the_final_nest() -> None:
+    """A write outside the innermost bound loop (every thread would run it)."""
+    source = NON_UNIFORM.replace(
+        "%m = affine.load %n[0] : memref<1xindex>",
+        "%m = affine.load %n[0] : memref<1xindex>\n"
+        "    %z = arith.constant 0.0 : f32\n"
+        "    affine.store %z, %y[0] : memref<64xf32>",
+    )
+    with pytest.raises(
+        CudaEmitError,
+        match=r"the nest of loop 'b' no longer passes bind's checks .*'affine.store' "
+        r"writes %y outside the innermost bound loop 't'",
+    ):
+        emit_kernel(_kernel(source))
+
+
+@needs_gxx
+def test_emulator_catches_a_missing_barrier() -> None:
+    """Without the barrier after the copy of w, threads read tiles that others have
+    not written yet: the emulator's threads show it."""
+    g, schedule, inputs, reference = tiled_matmul_case(64, 48, 80)
+    compiled = compile_cuda(g, schedule=schedule)
+    program = compiled.program
+    lines = program.source.splitlines()
+    kept = [line for line in lines if "// w_pack staged" not in line]
+    assert len(kept) == len(lines) - 1
+    racy = CudaFunction(dataclasses.replace(program, source="\n".join(kept)), "emulate")
+    (got,) = racy(*inputs)
+    assert not np.allclose(got, reference[0], rtol=1e-5, atol=1e-5)
+
+
 # --- nvcc ---------------------------------------------------------------------------
 
 
@@ -185,7 +379,10 @@ def test_nvcc_compiles_the_source(name: str, tmp_path: Path) -> None:
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr, result.stderr
-    assert ".entry" in (tmp_path / "k.ptx").read_text()
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert ".entry" in ptx
+    if name.startswith("tiled") or name.endswith("staged"):
+        assert ".shared .align 4 .b8" in ptx and "bar.sync" in ptx
 
 
 @needs_nvcc

@@ -8,6 +8,7 @@
     qidao run MODEL --inputs in.npz --save out.npz
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
+    qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
 (``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
@@ -291,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     from qidao.compiler.tune.cli import add_tune_parser
 
     add_tune_parser(sub)  # qidao tune: qidao/compiler/tune/cli.py
+    from qidao.compiler.conformance import add_conformance_parser
+
+    add_conformance_parser(sub)  # qidao conformance: qidao/compiler/conformance.py
     return parser
 
 

@@ -7,6 +7,10 @@ compiled.stats                           # kernels, buffers, peak/traffic bytes,
 qidao.compile(model, mode="eager")       # every tg op its own kernel and buffer
 qidao.compile(model, schedule=fn)        # fn(s: Schedule), in the "schedule" stage
 
+An ONNX model with integer inputs (shapes, axes, pads) or dynamic dimensions compiles
+at its first call instead, specialized on those values and shapes
+(``qidao.compiler.specialize``).
+
 Two modes pick which passes of the pipeline (``pipeline.STAGES``) run:
 
 - ``graph`` (default): all of them, the optimized program.
@@ -37,7 +41,7 @@ from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import debug_level, emit
 from qidao.compiler.defaults import default_schedule
 from qidao.compiler.emit_llvm import llvm_ir_text
-from qidao.compiler.models import load_model
+from qidao.compiler.models import load_model, with_weights
 from qidao.compiler.pipeline import STAGES, Stage, check_stage
 from qidao.compiler.schedule import Schedule, ScheduleSpec, apply_schedule
 from qidao.dialects.tg.types import dtype_name, is_row_major
@@ -140,6 +144,9 @@ def compile(
     target: str = "cpu",
     threads: int | None = None,
     mode: str = "graph",
+    weights: Any = None,
+    example_inputs: Any = None,
+    strict: bool = False,
     **options: Any,
 ) -> Compiled:
     """Compile ``model`` for ``target`` and return a callable :class:`Compiled`.
@@ -161,7 +168,32 @@ def compile(
     ``records`` (a ``qidao tune`` JSON-lines file) gives each kernel with a record
     for its workload, this CPU and ``threads`` its best tuned trace; the other
     kernels get ``schedule`` (``stats["records"]`` says which got what).
+    ``weights`` (an ONNX model only: a ``.safetensors`` path or a dict of arrays)
+    binds the model's initializers and graph inputs by name to those tensors
+    (``qidao.frontend.weights``).
+
+    A PyTorch ``nn.Module`` or function needs ``example_inputs`` (a tuple of
+    tensors); it is captured with torch.export, and the result (a
+    ``qidao.frontend.fx_backend.TorchCompiled``) takes and returns torch tensors.
+    Unsupported operators run in PyTorch with a warning; with ``strict=True`` they
+    raise one ``UnsupportedTorchOpsError`` listing them all.
     """
+    from qidao.frontend.fx_detect import is_torch_model
+
+    if is_torch_model(model):  # PyTorch: qidao/frontend/fx.py
+        from qidao.frontend.fx_backend import compile_torch
+
+        def compile_graph(module: ModuleOp) -> Compiled:
+            return compile(module, target, threads, mode, **options)
+
+        return compile_torch(model, example_inputs, compile_graph, strict)  # type: ignore[return-value]
+    if example_inputs is not None or strict:
+        raise TypeError(
+            "example_inputs= and strict= are for PyTorch models (an nn.Module or a "
+            f"function), not {type(model).__name__}"
+        )
+    if weights is not None:  # an ONNX model in, an ONNX model with the weights out
+        model = with_weights(model, weights)
     if target == "cuda":  # CUDA C + launch plan: qidao/compiler/cuda
         from qidao.compiler.cuda import compile_cuda
 
@@ -180,6 +212,13 @@ def compile(
             f"unknown option(s) {', '.join(sorted(unknown))}; qidao.compile takes "
             f"{', '.join(f'{k}={v!r}' for k, v in _OPTIONS.items())}"
         )
+    from qidao.compiler.specialize import specialized
+
+    lazy = specialized(  # ONNX integer inputs / dynamic shapes: compiled per call
+        model, lambda module: compile(module, target, threads, mode, **options)
+    )
+    if lazy is not None:
+        return lazy  # type: ignore[return-value]
     settings = {**_OPTIONS, **options}
     level = debug_level(settings["debug"])
     seconds: dict[str, float] = {}

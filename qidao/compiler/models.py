@@ -12,11 +12,18 @@ from xdsl.parser import Parser
 from qidao.compiler.context import make_context
 
 
-def load_model(model: Any) -> ModuleOp:
+def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
     """A tg module from an ``onnx.ModelProto``, a ``.onnx``/``.mlir`` path, a builder
-    ``Graph`` or a ``ModuleOp`` (which is cloned, never changed)."""
+    ``Graph``, a ``ModuleOp`` (which is cloned, never changed) or a PyTorch
+    ``nn.Module``/function with its ``example_inputs`` (every operator supported)."""
     if isinstance(model, ModuleOp):
         return model.clone()
+    from qidao.frontend.fx_detect import is_torch_model
+
+    if is_torch_model(model):
+        from qidao.frontend.fx import capture, to_tg
+
+        return to_tg(capture(model, example_inputs))
     from qidao.frontend.builder import Graph
 
     if isinstance(model, Graph):
@@ -37,7 +44,8 @@ def load_model(model: Any) -> ModuleOp:
         return import_onnx(model)
     raise TypeError(
         "qidao.compile takes an onnx.ModelProto, a path to a .onnx or .mlir file, a "
-        f"qidao.frontend.builder.Graph or an xDSL ModuleOp; got {type_name}"
+        "qidao.frontend.builder.Graph, an xDSL ModuleOp or a PyTorch nn.Module; got "
+        f"{type_name}"
     )
 
 
@@ -46,3 +54,26 @@ def parse_mlir(text: str, name: str = "<string>") -> ModuleOp:
     module = Parser(make_context(), text, name).parse_module()
     module.verify()
     return module
+
+
+def with_weights(model: Any, weights: Any) -> Any:
+    """The ONNX ``model`` (a ``ModelProto`` or a ``.onnx`` path) as a ``ModelProto``
+    whose initializers and graph inputs named in ``weights`` (a ``.safetensors`` path
+    or a dict of arrays) hold those tensors; see ``qidao.frontend.weights``."""
+    type_name = type(model).__module__ + "." + type(model).__qualname__
+    is_path = isinstance(model, str | os.PathLike)
+    if (is_path and Path(model).suffix == ".mlir") or not (
+        is_path or type_name.startswith("onnx.")
+    ):
+        raise TypeError(
+            "weights= binds tensors to the initializers and inputs of an ONNX model "
+            f"by name, but the model is {type_name if not is_path else repr(model)}; "
+            "for a builder Graph, make constants from "
+            "qidao.frontend.weights.load_safetensors(path) with graph.constant(...)"
+        )
+    from qidao.frontend.onnx.load import load_model as load_onnx
+    from qidao.frontend.weights import bind_onnx_weights
+
+    if is_path and not Path(model).exists():
+        raise FileNotFoundError(f"no model file at '{model}'")
+    return bind_onnx_weights(load_onnx(model), weights)

@@ -8,6 +8,9 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
   input shape, unsupported dtype or attribute, ...).
 - ``UnsupportedOpsError``: the ONNX model uses op types qidao does not implement; one
   error lists all of them with the nodes that use them, before any work is done.
+- ``WeightsError``: a weights file cannot be read (missing, truncated, a dtype qidao
+  does not support), or its tensors do not fit the model (a name the model lacks, a
+  shape or dtype that differs).
 """
 
 from __future__ import annotations
@@ -40,3 +43,7 @@ class UnsupportedOpsError(OnnxImportError):
         super().__init__(
             f"the model uses {len(ops)} unsupported op type(s):\n" + "\n".join(lines)
         )
+
+
+class WeightsError(FrontendError):
+    """Weights (a SafeTensors file) that qidao cannot read or cannot bind to a model."""

@@ -19,12 +19,14 @@ Two devices run a program:
   (argument checks, buffer set-up, launch order, the launch plan) is shared with
   the emulator and tested there.
 - :class:`EmulatedDevice` (``CudaFunction(program, device="emulate")``): compiles
-  the same source as C++ with ``g++`` and an emulation header (``__global__`` as
-  nothing, ``blockIdx``/``threadIdx`` as globals set by a loop over the whole
-  grid), and runs every block and thread in turn on the CPU. The generated kernels
-  use no ``__shared__`` memory and no barriers, so running the threads one after
-  another gives the result a GPU gives (up to the order of float operations
-  inside CUDA's math library). Slow; for tests.
+  the same source as C++20 with ``g++`` and an emulation header, and runs the grid
+  on the CPU: the threads of a block are real threads (``std::thread``), with
+  ``threadIdx``/``blockIdx`` thread-local, ``__shared__`` arrays as static
+  arrays shared by them, and ``__syncthreads()`` a ``std::barrier``; the blocks
+  run one after the other (the same threads, a barrier between two blocks, so a
+  block's ``__shared__`` arrays are free when the next one starts). A missing
+  barrier shows as a wrong result (or as a different one from run to run), up to
+  the order of float operations inside CUDA's math library. Slow; for tests.
 """
 
 from __future__ import annotations
@@ -196,15 +198,22 @@ def compile_with_nvcc(source: str, arch: str, kind: str = "cubin") -> bytes:
         return out.read_bytes()
 
 
-EMULATION_HEADER = r"""// qidao: CUDA C on the CPU, one thread after another (see qidao/runtime/cuda.py).
+EMULATION_HEADER = r"""// qidao: CUDA C on the CPU, a block's threads as threads (qidao/runtime/cuda.py).
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <barrier>
+#include <thread>
+#include <vector>
 struct qd_uint3 { unsigned int x, y, z; };
-static qd_uint3 blockIdx, threadIdx, blockDim, gridDim;
+static thread_local qd_uint3 blockIdx, threadIdx;
+static qd_uint3 blockDim, gridDim;
+static std::barrier<>* qd_block_barrier;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __shared__ static
+static inline void __syncthreads() { qd_block_barrier->arrive_and_wait(); }
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
 static inline double __longlong_as_double(long long b) {
   double d; memcpy(&d, &b, 8); return d;
@@ -235,7 +244,7 @@ class EmulatedDevice:
             src = folder / f"{digest}.cpp"
             src.write_text(text)
             tmp = folder / f"{digest}.{os.getpid()}.so"
-            cmd = [self._compiler, "-std=c++17", "-O1", "-shared", "-fPIC"]
+            cmd = [self._compiler, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread"]
             cmd += ["-o", str(tmp), str(src)]
             result = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if result.returncode != 0:
@@ -276,15 +285,23 @@ def _emulation_wrappers(program: CudaProgram) -> str:
             f'extern "C" void qd_launch_{launch.function}(void** args, '
             "const unsigned int* d) {",
             "  gridDim = {d[0], d[1], d[2]}; blockDim = {d[3], d[4], d[5]};",
-            "  for (unsigned bz = 0; bz < d[2]; ++bz)",
-            "  for (unsigned by = 0; by < d[1]; ++by)",
-            "  for (unsigned bx = 0; bx < d[0]; ++bx)",
-            "  for (unsigned tz = 0; tz < d[5]; ++tz)",
-            "  for (unsigned ty = 0; ty < d[4]; ++ty)",
-            "  for (unsigned tx = 0; tx < d[3]; ++tx) {",
-            "    blockIdx = {bx, by, bz}; threadIdx = {tx, ty, tz};",
-            f"    {launch.function}({args});",
-            "  }",
+            "  const unsigned n = d[3] * d[4] * d[5];",
+            "  std::barrier<> barrier(n);",
+            "  qd_block_barrier = &barrier;",
+            "  auto thread = [&](unsigned t) {",
+            "    threadIdx = {t % d[3], t / d[3] % d[4], t / (d[3] * d[4])};",
+            "    for (unsigned bz = 0; bz < d[2]; ++bz)",
+            "    for (unsigned by = 0; by < d[1]; ++by)",
+            "    for (unsigned bx = 0; bx < d[0]; ++bx) {",
+            "      blockIdx = {bx, by, bz};",
+            f"      {launch.function}({args});",
+            "      barrier.arrive_and_wait();  // the block ends",
+            "    }",
+            "  };",
+            "  std::vector<std::thread> pool;",
+            "  for (unsigned t = 1; t < n; ++t) pool.emplace_back(thread, t);",
+            "  thread(0);",
+            "  for (auto& worker : pool) worker.join();",
             "}",
         ]
     return "\n" + "\n".join(lines) + "\n"

@@ -17,7 +17,11 @@ loop runs on one GPU thread. ``stats["serial_launches"]`` lists those launches,
 and the plan marks them ``serial``.
 
 ``device="emulate"`` (``compile_cuda`` only) runs the same CUDA C on the CPU,
-thread after thread (see ``qidao.runtime.cuda.EmulatedDevice``): for tests.
+block after block, a block's threads as threads so that ``__shared__`` memory and
+``__syncthreads()`` work (see ``qidao.runtime.cuda.EmulatedDevice``): for tests.
+
+A ``cache_read`` inside a ``blockIdx`` loop and outside the ``threadIdx`` loops is
+staged in ``__shared__`` memory by the block's threads (see ``emit.py``).
 """
 
 from __future__ import annotations

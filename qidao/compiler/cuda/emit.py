@@ -24,12 +24,87 @@ the argument has ``llvm.noalias``, ``const`` when the launch never writes it) at
 the memref type's offset plus the sum of stride × index, so strided layouts need
 nothing more; views are the same pointer with their own type. ``memref.alloca``
 (and ``alloc``) inside a kernel is a local C array: per thread, in registers or
-local memory. Indices are ``long long``.
+local memory, except the staging buffers below. Indices are ``long long``.
+
+Shared memory. Every thread of a launch runs the whole nest and takes one
+iteration of each bound loop, so the code outside the ``threadIdx`` loops (the
+serial loops between the ``blockIdx`` loops and the ``threadIdx`` loops, e.g. the
+k-tile loop ``k_o`` of a tiled matmul) is run by all the threads of a block in
+lock-step: the ``threadIdx`` loops already sit inside those serial loops. That code
+is the same in every thread of a block: its values come from constants, ``blockIdx``
+and loop counters, and from memory that ``bind``'s rule 4 keeps from changing under
+it (no thread writes what it reads). A ``cache_read`` buffer placed there is staged
+in ``__shared__`` memory, once per block instead of once per thread, when
+(``staging.py``):
+
+1. it is a ``memref.alloca`` followed by its copy loops ``<loop>_cr_i<d>`` (constant
+   bounds from 0, ``min`` clips allowed, step 1) whose body stores a load into
+   ``buffer[i0, ..., in]``, and every other use of it is a load;
+2. it is inside a ``blockIdx`` loop and outside every ``threadIdx`` loop (else it
+   stays a per-thread array: inside a ``threadIdx`` loop each thread reads its own
+   tile, outside every ``blockIdx`` loop there is no block to share it);
+3. the loops and ``affine.if`` around it are bounded by constants, loop counters
+   and pure arithmetic on them (provably uniform, so every thread of the block
+   reaches its barriers); a load or an ``iter_args`` value there is refused;
+4. the staging buffers of one launch take at most 48 KiB (CUDA's static shared
+   memory per block); more is refused.
+
+The copy loops then run cooperatively: the points of the flattened copy (``q =
+i0 * n1 * ... + in``; clipped points skipped by a guard) are dealt out to the
+block's threads, thread ``qd_tid = threadIdx.x + blockDim.x * (threadIdx.y +
+blockDim.y * threadIdx.z)`` taking ``q = qd_tid``, ``qd_tid + threads``, ... (the
+block's shape is the launch's constant). A ``__syncthreads()`` follows each run of copies (before any
+read); when a serial loop is around the buffer (its block runs again, and the next
+copy would overwrite a tile other threads still read), another one ends the block
+that holds it. Barriers sit only in that uniform code, never inside a ``threadIdx``
+loop or its guard, so no thread skips one (the guard of a ``blockIdx`` loop is the
+same for the whole block). Refused: a staging buffer that breaks rule 3 or 4,
+with a ``CudaEmitError`` naming the kernel, the loop and the reason.
+
+Soundness. ``bind`` checks each binding when it is made, but the primitives
+applied after it (``split``, ``cache_read``, ...) do not rerun its checks, so the
+emitter reruns them on every launch's final nest (``check_gpu_nest``) and refuses
+with ``bind``'s reason. Rule 4 of ``bind`` (code outside the innermost bound loop
+writes only buffers allocated in the nest) treats a staging buffer as each
+thread's own; sharing it is still race-free, since each element is copied by one
+thread, read only after the barrier that follows the copy, and copied again only
+after the barrier that ends the block holding it.
 
 Refused with a ``CudaEmitError`` naming the kernel and the op: vector ops
 (``vectorize`` is a CPU primitive), dynamic shapes or layouts, non-memref kernel
-arguments, ops the table below does not know. ``cache_read``'s staging buffers
-are ordinary local arrays here, not ``__shared__`` memory (no barriers are emitted).
+arguments, ops the table below does not know.
+
+Before (a 64x48 @ 48x80 matmul after ``split`` of i, j, k by 16, ``reorder(i_o, j_o,
+k_o, i_i, j_i, k_i)``, ``bind`` of i_o, j_o, i_i, j_i to blockIdx.y, blockIdx.x,
+threadIdx.y, threadIdx.x, ``cache_read(j_o, "x")`` and ``cache_read(k_o, "w")``)::
+
+    affine.for %k_o = 0 to 3 {
+      %w_pack = memref.alloca() : memref<16x16xf32>
+      affine.for %k_o_cr_i0 = 0 to 16 {
+        affine.for %k_o_cr_i1 = 0 to 16 {
+          %1 = affine.load %w[%k_o_cr_i0 + %k_o * 16, %k_o_cr_i1 + %j_o * 16]
+          affine.store %1, %w_pack[%k_o_cr_i0, %k_o_cr_i1] : memref<16x16xf32>
+      ...
+      affine.for %i_i = 0 to 16 { affine.for %j_i = 0 to 16 { ... %w_pack ... }
+          {qd.bind = "threadIdx.x"} } {qd.bind = "threadIdx.y"}
+    } {qd.loop = "k_o"}
+
+After::
+
+    for (long long k_o = 0; k_o < 3; ++k_o) {
+      __shared__ float w_pack[256];  // 16 x 16: staged by the block's threads
+      for (long long k_o_cr = qd_tid; k_o_cr < 256; k_o_cr += 256) {
+        const long long k_o_cr_i0 = k_o_cr / 16;
+        const long long k_o_cr_i1 = k_o_cr % 16;
+        const float v1 = w[(k_o_cr_i0 + k_o * 16) * 80 + k_o_cr_i1 + j_o * 16];
+        w_pack[k_o_cr_i0 * 16 + k_o_cr_i1] = v1;
+      }
+      __syncthreads();  // w_pack staged
+      {  // loop 'i_i' bound to threadIdx.y
+        ...
+      }
+      __syncthreads();  // the next copy into w_pack waits for every thread's reads
+    }
 """
 
 from __future__ import annotations
@@ -69,10 +144,17 @@ from xdsl.ir.affine import (
 )
 from xdsl.traits import is_side_effect_free
 
-from qidao.passes._loops import KERNEL_ATTR, loop_name
+from qidao.compiler.cuda.staging import (
+    MAX_SHARED_BYTES,
+    Staging,
+    StagingError,
+    find_staging,
+)
+from qidao.passes._loops import KERNEL_ATTR, ScheduleError, loop_name
 from qidao.passes.bind import (
     BLOCK_AXES,
     bound_axis,
+    check_gpu_nest,
     gpu_loops,
     launch_extent,
 )
@@ -80,6 +162,8 @@ from qidao.runtime.cuda import BufferSpec, CudaProgram, Launch
 from qidao.runtime.executor import TensorSpec
 
 ENTRY = "main"
+TID = "qd_tid"
+"""The C name of the flattened thread index in a launch with staging buffers."""
 MAX_LOCAL_BYTES = 512 * 1024
 """CUDA's limit on local memory per thread; a bigger local array is refused."""
 
@@ -362,15 +446,25 @@ class _Pointer:
 class _Writer:
     """Writes the C body of one launch of one kernel."""
 
-    def __init__(self, fn: func.FuncOp, kernel: str) -> None:
+    def __init__(
+        self,
+        fn: func.FuncOp,
+        kernel: str,
+        staging: dict[memref.AllocaOp, Staging] | None = None,
+        threads: int = 1,
+    ) -> None:
         self.fn = fn
         self.kernel = kernel
         self.lines: list[str] = []
         self.depth = 1
         self.names: dict[SSAValue, str] = {}
         self.pointers: dict[SSAValue, _Pointer] = {}
-        self.taken: set[str] = set()
+        self.taken: set[str] = {TID}
         self.counter = 0
+        self.staging = staging or {}
+        self.copies = {s.loops[0]: s for s in self.staging.values()}
+        self.repeated = {s.block for s in self.staging.values() if s.repeats}
+        self.threads = threads
 
     def fail(self, op: Operation, reason: str) -> CudaEmitError:
         return CudaEmitError(f"kernel '{self.kernel}': '{op.name}': {reason}")
@@ -433,8 +527,37 @@ class _Writer:
     # -- ops ------------------------------------------------------------------
 
     def block(self, block: Block) -> None:
+        """The ops of ``block``; a ``__syncthreads()`` after each run of staging
+        copies, and one at the end when a staging buffer of this block is copied
+        again by the next iteration of a loop around it."""
+        pending: list[str] = []  # staging buffers written since the last barrier
         for op in block.ops:
+            copy = self.copies.get(op) if isinstance(op, affine.ForOp) else None
+            if copy is not None:
+                source = _root(copy.source)
+                if any(source is s.alloca.memref for s in self.staging.values()):
+                    self.barrier(pending)  # it copies a buffer staged just before
+                self.staged_copy(copy)
+                pending.append(self.pointers[copy.alloca.memref].name)
+            elif not (isinstance(op, memref.AllocaOp) and op in self.staging):
+                self.barrier(pending)
             self.op(op)
+        self.barrier(pending)
+        if block in self.repeated:
+            staged = [
+                self.pointers[s.alloca.memref].name
+                for s in self.staging.values()
+                if s.block is block and s.repeats
+            ]
+            self.line(
+                f"__syncthreads();  // the next copy into {', '.join(staged)} waits "
+                "for every thread's reads"
+            )
+
+    def barrier(self, pending: list[str]) -> None:
+        if pending:
+            self.line(f"__syncthreads();  // {', '.join(pending)} staged")
+            pending.clear()
 
     def op(self, op: Operation) -> None:
         if isinstance(op, affine.YieldOp | func.ReturnOp):
@@ -449,7 +572,8 @@ class _Writer:
                 raise self.fail(op, f"constant {value} is not a scalar")
             return
         if isinstance(op, affine.ForOp):
-            self.loop(op)
+            if op not in self.copies:  # a staging copy is written by ``block``
+                self.loop(op)
             return
         if isinstance(op, affine.IfOp):
             self.if_op(op)
@@ -477,6 +601,19 @@ class _Writer:
         if isinstance(op, affine.MinOp):
             items = self.map_indices(op.map.data, op.operands)
             self.define(op.result, _fold("min", items))
+            return
+        if isinstance(op, memref.AllocaOp) and op in self.staging:
+            staging = self.staging[op]
+            t = op.memref.type
+            assert isinstance(t, MemRefType)
+            elem = c_type(t.get_element_type())
+            name = self.fresh(op.memref.name_hint, "buf")
+            shape = " x ".join(map(str, staging.extents))
+            self.line(
+                f"__shared__ {elem} {name}[{math.prod(staging.extents)}];  "
+                f"// {shape}: staged by the block's threads"
+            )
+            self.pointers[op.memref] = _Pointer(name, t)
             return
         if isinstance(op, memref.AllocaOp | memref.AllocOp):
             t = op.memref.type
@@ -613,6 +750,46 @@ class _Writer:
         self.block(op.body.block)
         self.assign_yield(op.body.block, carried)
         if axis is not None and guards:
+            self.depth -= 1
+            self.line("}")
+        self.depth -= 1
+        self.line("}")
+
+    def staged_copy(self, staging: Staging) -> None:
+        """The copy nest of a staging buffer, its points spread over the block's
+        threads: point ``q`` is run by thread ``q % threads``."""
+        threads = self.threads
+        total = math.prod(staging.extents)
+        q = self.fresh(f"{staging.loop}_cr")
+        self.line(f"for (long long {q} = {TID}; {q} < {total}; {q} += {threads}) {{")
+        self.depth += 1
+        names = []
+        inner = total
+        for loop, extent in zip(staging.loops, staging.extents, strict=True):
+            inner //= extent
+            name = self.fresh(loop_name(loop), "i")
+            self.names[loop.body.block.args[0]] = name
+            names.append(name)
+            index = q if inner == 1 else f"{q} / {inner}"
+            if extent == 1:
+                index = "0"
+            elif inner * extent != total:
+                index = f"({index}) % {extent}" if inner != 1 else f"{q} % {extent}"
+            self.line(f"const long long {name} = {index};")
+        guards = []
+        for loop, name in zip(staging.loops, names, strict=True):
+            upper = self.map_indices(loop.upperBoundMap.data, loop.upperBoundOperands)
+            guards += [
+                f"{name} < {u}"
+                for u, r in zip(upper, loop.upperBoundMap.data.results, strict=True)
+                if not isinstance(r, AffineConstantExpr)
+            ]
+        if guards:
+            self.line(f"if ({' && '.join(guards)}) {{")
+            self.depth += 1
+        for op in staging.loops[-1].body.block.ops:
+            self.op(op)
+        if guards:
             self.depth -= 1
             self.line("}")
         self.depth -= 1
@@ -783,6 +960,13 @@ def _used(ops: Sequence[Operation]) -> set[SSAValue]:
     return used
 
 
+def _root(value: SSAValue) -> SSAValue:
+    """The memref that ``value`` views (itself when it is no view)."""
+    while isinstance(value.owner, _VIEWS):
+        value = value.owner.operands[0]
+    return value
+
+
 def _written(ops: Sequence[Operation]) -> set[SSAValue]:
     """The roots of the memrefs stored to in ``ops``."""
     roots: set[SSAValue] = set()
@@ -805,30 +989,6 @@ def emit_kernel(fn: func.FuncOp) -> list[KernelLaunch]:
     attrs = fn.arg_attrs.data if fn.arg_attrs is not None else None
     launches = []
     for k, segment in enumerate(segments):
-        writer = _Writer(fn, kernel)
-        written = _written(segment)
-        params = []
-        for i, arg in enumerate(fn.body.block.args):
-            t = arg.type
-            if not isinstance(t, MemRefType):
-                raise CudaEmitError(
-                    f"kernel '{kernel}': argument #{i} is {t}, not a memref"
-                )
-            name = writer.fresh(arg.name_hint, f"arg{i}")
-            entry = attrs[i] if attrs is not None else None
-            noalias = isinstance(entry, DictionaryAttr) and "llvm.noalias" in entry.data
-            elem = c_type(t.get_element_type())
-            const = "" if arg in written else "const "
-            restrict = " __restrict__" if noalias else ""
-            params.append((f"{const}{elem}*", f"{const}{elem}*{restrict} {name}"))
-            writer.pointers[arg] = _Pointer(name, t)
-        used = _used(segment)
-        needed = _closure(replicated, used)
-        for op in replicated:
-            if op in needed:
-                writer.op(op)
-        for op in segment:
-            writer.op(op)
         bound = [loop for top in segment for loop in gpu_loops(top)]
         grid, block = [1, 1, 1], [1, 1, 1]
         for loop in bound:
@@ -848,6 +1008,43 @@ def emit_kernel(fn: func.FuncOp) -> list[KernelLaunch]:
                 None,
             )
             function = f"{kernel}__{first or f'part{k}'}"
+        if bound:
+            _recheck(fn, kernel, segment, bound)
+        try:
+            staging = find_staging(fn, kernel, function, segment)
+        except StagingError as err:
+            raise CudaEmitError(str(err)) from err
+        writer = _Writer(fn, kernel, staging, math.prod(block))
+        written = _written(segment)
+        params = []
+        for i, arg in enumerate(fn.body.block.args):
+            t = arg.type
+            if not isinstance(t, MemRefType):
+                raise CudaEmitError(
+                    f"kernel '{kernel}': argument #{i} is {t}, not a memref"
+                )
+            name = writer.fresh(arg.name_hint, f"arg{i}")
+            entry = attrs[i] if attrs is not None else None
+            noalias = isinstance(entry, DictionaryAttr) and "llvm.noalias" in entry.data
+            elem = c_type(t.get_element_type())
+            const = "" if arg in written else "const "
+            restrict = " __restrict__" if noalias else ""
+            params.append((f"{const}{elem}*", f"{const}{elem}*{restrict} {name}"))
+            writer.pointers[arg] = _Pointer(name, t)
+        if staging:
+            tid = ["(long long)threadIdx.x"]
+            if block[1] > 1:
+                tid.append(f"{block[0]} * (long long)threadIdx.y")
+            if block[2] > 1:
+                tid.append(f"{block[0] * block[1]} * (long long)threadIdx.z")
+            writer.line(f"const long long {TID} = {' + '.join(tid)};")
+        used = _used(segment)
+        needed = _closure(replicated, used)
+        for op in replicated:
+            if op in needed:
+                writer.op(op)
+        for op in segment:
+            writer.op(op)
         signature = ", ".join(p for _, p in params)
         head = []
         if not bound:
@@ -858,6 +1055,14 @@ def emit_kernel(fn: func.FuncOp) -> list[KernelLaunch]:
                 for loop in bound
             )
             head.append(f"// grid {tuple(grid)}, block {tuple(block)}: {shape}")
+        if staging:
+            shared = ", ".join(
+                f"{writer.pointers[s.alloca.memref].name} ({s.nbytes} bytes, "
+                f"at loop '{s.loop}')"
+                for s in staging.values()
+            )
+            total = sum(s.nbytes for s in staging.values())
+            head.append(f"// __shared__ {total} of {MAX_SHARED_BYTES} bytes: {shared}")
         source = "\n".join(
             [
                 *head,
@@ -877,6 +1082,24 @@ def emit_kernel(fn: func.FuncOp) -> list[KernelLaunch]:
             )
         )
     return launches
+
+
+def _recheck(
+    fn: func.FuncOp,
+    kernel: str,
+    segment: Sequence[Operation],
+    bound: Sequence[affine.ForOp],
+) -> None:
+    """``bind``'s checks again, on the final nest: primitives applied after ``bind``
+    (``cache_read``, ``split``, ...) do not rerun them."""
+    (top,) = segment
+    try:
+        check_gpu_nest(fn, top, kernel, str(loop_name(bound[-1])))
+    except ScheduleError as err:
+        raise CudaEmitError(
+            f"kernel '{kernel}': the nest of loop '{loop_name(top)}' no longer "
+            f"passes bind's checks after the rest of the schedule: {err}"
+        ) from err
 
 
 def _closure(replicated: Sequence[Operation], used: set[SSAValue]) -> set[Operation]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
@@ -77,18 +78,53 @@ def folder(*op_types: str) -> Callable[[Folder], Folder]:
 def import_onnx(
     model: Any,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, Array] | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a ``ModelProto`` or a path) as a verified tg module.
 
     ``input_shapes`` gives concrete shapes for graph inputs, replacing dynamic (or
     static) dimensions; every graph input needs a static shape in the end.
+    ``constants`` binds graph inputs to values: each becomes an initializer (so a
+    shape, axes or pads input folds like a constant) and leaves the tg signature.
+    That is the hook of ``qidao.compiler.specialize``.
     """
     proto = load_model(model)
     # constant-only ops pass this scan: which inputs fold is known only during the walk
     check_supported(proto, CONVERTERS.keys() | FOLDERS.keys())
+    proto = with_constants(proto, constants or {})
     proto = with_input_shapes(proto, input_shapes or {})
     proto = infer_shapes(proto)
     return Importer(proto).run()
+
+
+def with_constants(proto: Any, constants: Mapping[str, Array]) -> Any:
+    """A copy of ``proto`` whose graph inputs named in ``constants`` are initializers
+    holding the given values, in the dtype the model declares."""
+    if not constants:
+        return proto
+    inputs = {str(i.name): i for i in proto.graph.input}
+    unknown = sorted(set(constants) - set(inputs))
+    if unknown:
+        raise OnnxImportError(
+            f"constants names {unknown}, which are not graph inputs; the inputs are "
+            f"{sorted(inputs)}"
+        )
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    graph = proto.graph
+    kept = [i for i in graph.input if i.name not in constants]
+    for name, value in constants.items():
+        elem_type = int(inputs[name].type.tensor_type.elem_type)
+        array = np.asarray(value)
+        if elem_type:
+            array = array.astype(helper.tensor_dtype_to_np_dtype(elem_type), copy=False)
+        old = [t for t in graph.initializer if t.name == name]
+        for t in old:
+            graph.initializer.remove(t)
+        graph.initializer.append(numpy_helper.from_array(array, name))
+    if proto.ir_version >= 4:  # before IR 4, every initializer is a graph input too
+        del graph.input[:]
+        graph.input.extend(kept)
+    return proto
 
 
 @dataclass

@@ -1,0 +1,170 @@
+"""One ONNX node test case through ``qidao.compile``: run it, classify the outcome.
+
+A case (``onnx.backend.test.case.node``) is a model, usually one node, with one or
+more sets of input and expected output arrays. Its outcome is one of:
+
+- ``pass``: it compiled on the CPU and every output matches the expected one (same
+  shape, values within the case's ``rtol``/``atol``, NaN where NaN is expected);
+- ``unsupported``: qidao refuses it up front with its clear error: an op type it
+  does not implement (``op: Foo``), a graph input or output that is not a float32
+  tensor (``dtype: ...``: int32/int64 inputs are bound by specialization, so they
+  count only when the outputs are float32), or any other ``OnnxImportError`` (a
+  constant-only op given a runtime tensor, an attribute not supported yet, ...);
+- ``fail``: a bug: wrong numbers or shapes, an importer result that contradicts
+  ONNX shape inference, or any other exception while compiling or running.
+
+``reason`` says why in one line, without the node name (every case names its node
+differently, and the table groups reasons per op).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from qidao.compiler.specialize import BOUND_TYPES
+
+PASS, FAIL, UNSUPPORTED = "pass", "fail", "unsupported"
+STATUSES = (PASS, FAIL, UNSUPPORTED)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The outcome of one node test case."""
+
+    op: str
+    case: str
+    status: str
+    reason: str = ""
+    seconds: float = 0.0
+
+
+EXPANDED = " (expanded)"
+"""Suffix of the operator of an ``_expanded`` case: the op's function body (other,
+simpler ops), which says nothing about the op's own support."""
+
+
+def case_ops(cases: list[Any]) -> dict[str, str]:
+    """Case name -> the operator it tests: the op type of a one-node case (or of a
+    case whose nodes all have one type); ``Op (expanded)`` for an ``_expanded`` case
+    (the function body of ``Op``); otherwise the last node's op type."""
+    ops: dict[str, str] = {}
+    for case in cases:
+        nodes = case.model.graph.node
+        if "_expanded" not in case.name and len({n.op_type for n in nodes}) == 1:
+            ops[case.name] = str(nodes[0].op_type)
+    for case in cases:
+        if case.name in ops:
+            continue
+        nodes = case.model.graph.node
+        base = re.sub(r"_expanded.*$", "", case.name)
+        if base != case.name and base in ops:
+            ops[case.name] = ops[base] + EXPANDED
+        else:
+            ops[case.name] = str(nodes[-1].op_type) if nodes else "?"
+    return ops
+
+
+def run_case(case: Any, op: str) -> CaseResult:
+    """Compile ``case.model`` with ``qidao.compile`` and check every data set."""
+    start = time.perf_counter()
+    status, reason = _run(case)
+    return CaseResult(op, case.name, status, reason, time.perf_counter() - start)
+
+
+def _run(case: Any) -> tuple[str, str]:
+    refused = dtype_refusal(case.model)
+    if refused:
+        return UNSUPPORTED, refused
+    import qidao
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = qidao.compile(case.model)
+            for inputs, expected in case.data_sets:
+                with np.errstate(all="ignore"):
+                    got = compiled(*inputs)
+                mismatch = compare(got, expected, case.rtol, case.atol)
+                if mismatch:
+                    return FAIL, mismatch
+    except Exception as e:
+        return classify_error(e)
+    return PASS, ""
+
+
+def dtype_refusal(model: Any) -> str:
+    """Why the model's graph inputs or outputs are out of reach (not tensors, or of
+    a dtype other than float32 and the bound integer types), or ""."""
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    for kind, infos, allowed in (
+        ("input", inputs, {TensorProto.FLOAT, *BOUND_TYPES}),
+        ("output", model.graph.output, {TensorProto.FLOAT}),
+    ):
+        for info in infos:
+            if not info.type.HasField("tensor_type"):
+                what = info.type.WhichOneof("value") or "untyped"
+                return f"dtype: {what} {kind} (only tensors)"
+            elem_type = info.type.tensor_type.elem_type
+            if elem_type not in allowed:
+                name = onnx.TensorProto.DataType.Name(elem_type)
+                return f"dtype: {name} {kind}"
+    return ""
+
+
+def compare(got: list[Any], expected: list[Any], rtol: float, atol: float) -> str:
+    """ "" if ``got`` matches ``expected`` (like ``np.testing.assert_allclose``),
+    else what differs first: count, shape or the worst value, with its index."""
+    if len(got) != len(expected):
+        return f"wrong output count: {len(got)}, expected {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+        g, e = np.asarray(g), np.asarray(e)
+        if g.shape != e.shape:
+            return f"output #{k}: shape {list(g.shape)}, expected {list(e.shape)}"
+        e64, g64 = e.astype(np.float64), g.astype(np.float64)
+        close = np.isclose(g64, e64, rtol=rtol, atol=atol, equal_nan=True)
+        if not close.all():
+            error = np.where(close, 0.0, np.abs(g64 - e64))
+            error = np.where(np.isnan(error), np.inf, error)
+            index = np.unravel_index(int(np.argmax(error)), e.shape)
+            return (
+                f"output #{k}: wrong values at {list(map(int, index))}: got "
+                f"{g64[index]:.6g}, expected {e64[index]:.6g} "
+                f"({int((~close).sum())} of {close.size} differ)"
+            )
+    return ""
+
+
+def classify_error(error: Exception) -> tuple[str, str]:
+    """(status, reason) for an exception raised while compiling or running."""
+    from qidao.frontend.errors import OnnxImportError, UnsupportedOpsError
+
+    if isinstance(error, UnsupportedOpsError):
+        return UNSUPPORTED, "op: " + ", ".join(sorted(error.ops))
+    message = _first_line(str(error))
+    if isinstance(error, OnnxImportError):
+        message = re.sub(r"^\w+ node '[^']*': ", "", message)
+        if "is supported only on constant inputs" in message:
+            message = "constant-only op given a runtime tensor input"
+        if "qidao computed" in message:  # contradicts ONNX shape inference: a bug
+            return FAIL, message
+        return UNSUPPORTED, message
+    frames = traceback.extract_tb(error.__traceback__)
+    origin = ""
+    if frames:  # where it was raised: file and line
+        origin = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})"
+    return FAIL, f"{type(error).__name__}: {message}{origin}"
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
