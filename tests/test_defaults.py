@@ -169,3 +169,19 @@ def test_batched_and_constant_weight_matmuls_match_numpy() -> None:
     a = rand(80, 64)
     want = np.maximum(a @ weight, 0)
     np.testing.assert_allclose(compiled(a)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_transposed_rhs_is_packed_by_a_scalar_copy() -> None:
+    """Attention's q @ k^T: B is a transposed view, so its pack copies columns
+    into rows (not vectorized) and the tile reads the pack contiguously."""
+    g = Graph("main")
+    q = g.input("q", (4, 64, 32))
+    k = g.input("k", (4, 64, 32))
+    g.output(q @ g.transpose(k, (0, 2, 1)))
+    compiled = qidao.compile(g, threads=1)
+    (line,) = compiled.stats["default_schedule"].values()
+    assert line.startswith("matmul:") and "packed" in line, line
+    assert '"j_o_cr_i2", 16' not in compiled.stats["schedule"]
+    a, b = rand(4, 64, 32), rand(4, 64, 32, seed=1)
+    want = a @ b.transpose(0, 2, 1)
+    np.testing.assert_allclose(compiled(a, b)[0], want, rtol=1e-4, atol=1e-4)

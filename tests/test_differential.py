@@ -2,10 +2,10 @@
 
 Hypothesis draws a small program: inputs of random shapes, then a sequence of steps
 (elementwise with broadcasting, reductions, matmul, softmax, transpose / view /
-reshape / broadcast). Each step is applied twice: to the builder (tg ops) and to NumPy
-arrays, so the NumPy side is an independent reference. The compiled graph, in graph
-mode and in eager mode, must match it. A failing example shrinks to a small program,
-and the tg module is printed in the report.
+reshape / broadcast / slice / gather / concat). Each step is applied twice: to the
+builder (tg ops) and to NumPy arrays, so the NumPy side is an independent reference.
+The compiled graph, in graph mode and in eager mode, must match it. A failing example
+shrinks to a small program, and the tg module is printed in the report.
 """
 
 from __future__ import annotations
@@ -166,8 +166,65 @@ def programs(draw: st.DrawFn) -> Program:
                 f"softmax {axis}",
             )
         elif kind == "layout":
-            how = draw(st.sampled_from(["transpose", "reshape", "view", "broadcast"]))
-            if how == "transpose":
+            how = draw(
+                st.sampled_from(
+                    [
+                        "transpose",
+                        "reshape",
+                        "view",
+                        "broadcast",
+                        "slice",
+                        "gather",
+                        "concat",
+                    ]
+                )
+            )
+            if how in ("slice", "gather", "concat") and a.ndim == 0:
+                how = "transpose"  # nothing to index in a rank-0 value
+            if how == "slice":
+                start = [draw(st.integers(0, d - 1)) for d in a.shape]
+                stop = [
+                    draw(st.integers(lo + 1, d))
+                    for lo, d in zip(start, a.shape, strict=True)
+                ]
+                step = [draw(st.integers(1, 3)) for _ in a.shape]
+                index = tuple(slice(*b) for b in zip(start, stop, step, strict=True))
+                p.add(
+                    g.slice(x, start, stop, step),
+                    a[index],
+                    f"slice {start}:{stop}:{step}",
+                )
+            elif how == "gather":
+                axis = draw(st.integers(0, a.ndim - 1))
+                n = a.shape[axis]
+                picked = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=6))
+                p.add(
+                    g.gather(x, picked, axis),
+                    np.take(a, picked, axis=axis),
+                    f"gather {picked} axis {axis}",
+                )
+            elif how == "concat":
+                axis = draw(st.integers(0, a.ndim - 1))
+                same = [
+                    (v, b)
+                    for v, b in p.values
+                    if b.ndim == a.ndim
+                    and all(
+                        d == e
+                        for k, (d, e) in enumerate(zip(a.shape, b.shape, strict=True))
+                        if k != axis
+                    )
+                ]
+                y, b = same[draw(st.integers(0, len(same) - 1))]
+                shape = list(a.shape)
+                shape[axis] = draw(dims)
+                c = rng.uniform(-2, 2, shape).astype(np.float32)
+                p.add(
+                    g.concat([x, y, g.constant(c)], axis),
+                    np.concatenate([a, b, c], axis=axis),
+                    f"concat axis {axis} const{shape}",
+                )
+            elif how == "transpose":
                 perm = draw(st.permutations(range(a.ndim)))
                 p.add(
                     g.transpose(x, perm),

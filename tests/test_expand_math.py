@@ -15,6 +15,7 @@ and the special values) are compared with NumPy in float64:
 from __future__ import annotations
 
 import functools
+import math as pymath
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,12 @@ SMALLEST_DENORMAL = 2.0**-149
 SMALLEST_NORMAL = 2.0**-126
 Array = np.ndarray[Any, Any]
 
-REFERENCES = {"math.exp": np.exp, "math.log": np.log, "math.tanh": np.tanh}
+REFERENCES = {
+    "math.exp": np.exp,
+    "math.log": np.log,
+    "math.tanh": np.tanh,
+    "math.erf": np.vectorize(pymath.erf, otypes=[np.float64]),  # NumPy has no erf
+}
 SPECIALS = np.array(
     [
         *(0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 2.0, 0.5),
@@ -42,6 +48,7 @@ SPECIALS = np.array(
         *(3.4028235e38, -3.4028235e38, 88.72283, 88.72284, 89.0, 100.0),  # overflow
         *(-87.33654, -87.3366, -103.27893, -103.97, -104.0, -150.0),  # underflow
         *(0.625, -0.625, 0.62499994, 9.0, 9.02, -9.02, 1e-4, -1e-4),  # tanh branches
+        *(0.921875, -0.921875, 0.92187494, 3.9, 3.92, 4.0, -4.0, 4.01),  # erf branches
     ],
     np.float32,
 )
@@ -111,6 +118,8 @@ def domain(op: str, rng: np.random.Generator) -> Array:
         uniform = rng.uniform(-110.0, 95.0, 600_000)
     elif op == "math.log":
         uniform = rng.uniform(0.0, 4.0, 600_000)
+    elif op == "math.erf":
+        uniform = rng.uniform(-5.0, 5.0, 600_000)
     else:
         uniform = rng.uniform(-12.0, 12.0, 600_000)
     magnitudes = 10.0 ** rng.uniform(-45.0, 38.5, 200_000)
@@ -176,6 +185,7 @@ def optimized_ir(fn: NativeFunction) -> str:
 def test_expanded_loop_vectorizes_without_calls(op: str) -> None:
     ir = optimized_ir(compile_kernel(op, 1024))
     assert "call float @" not in ir and "@llvm.exp" not in ir and "@llvm.log" not in ir
+    assert "@erff" not in ir
     _, features = host_cpu()
     width = "<16 x float>" if "+avx512f" in features else "x float>"
     assert width in ir, f"the {op} loop did not vectorize:\n{ir}"

@@ -46,6 +46,7 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
             "tg.log",
             "tg.sqrt",
             "tg.tanh",
+            "tg.erf",
             "tg.sigmoid",
             "tg.relu",
         )
@@ -153,6 +154,27 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<3x3xf32>",
         [["i0", "i1", "i1_fill"]],
     ),
+    "tg.concat": (
+        f"%a: {T}, %b: tensor<2x1xf32>",
+        f"%r = tg.concat %a, %b axis = 1 : ({T}, tensor<2x1xf32>) -> tensor<2x4xf32>",
+        "%r : tensor<2x4xf32>",
+        [["i0_0", "i1_0", "i0_1", "i1_1"]],
+    ),
+    "tg.slice": (
+        f"%a: {T}",
+        f"%s = tg.slice %a start = [1, 0] stop = [2, 3] step = [1, 2] : {T} -> "
+        "tensor<1x2xf32, strided<[3, 2], offset: 3>>\n"
+        "  %r = tg.neg %s : tensor<1x2xf32, strided<[3, 2], offset: 3>> -> "
+        "tensor<1x2xf32>",
+        "%r : tensor<1x2xf32>",
+        [["i0", "i1"]],
+    ),
+    "tg.gather": (
+        f"%a: {T}",
+        f"%r = tg.gather %a axis = 1 indices = [2, 0, -1] : {T} -> {T}",
+        f"%r : {T}",
+        [["i0_0", "i1_0", "i0_1", "i1_1"]],
+    ),
     "tg.fused": (
         f"%a: {T}, %b: tensor<3xf32>",
         f"""%r = tg.fused %a, %b : ({T}, tensor<3xf32>) -> {T} {{
@@ -189,6 +211,7 @@ ALLOWED_IN_KERNELS = (
     math.LogOp,
     math.SqrtOp,
     math.TanhOp,
+    math.ErfOp,
     memref.GetGlobalOp,
     func.ReturnOp,
 )

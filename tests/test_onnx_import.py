@@ -143,6 +143,7 @@ def _eval_op(op: Operation, args: list[Array]) -> Array:
         tg.LogOp: np.log,
         tg.SqrtOp: np.sqrt,
         tg.TanhOp: np.tanh,
+        tg.ErfOp: np.vectorize(math.erf, otypes=[np.float64]),
         tg.SigmoidOp: lambda v: 1 / (1 + np.exp(-v)),
         tg.ReluOp: lambda v: np.maximum(v, 0),
     }
@@ -357,7 +358,8 @@ def test_variadic_max_min_fold_pairwise(op_type: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "op_type", ["Neg", "Exp", "Log", "Sqrt", "Tanh", "Sigmoid", "Relu", "Identity"]
+    "op_type",
+    ["Neg", "Exp", "Log", "Sqrt", "Tanh", "Erf", "Sigmoid", "Relu", "Identity"],
 )
 def test_unary(op_type: str) -> None:
     model = make_model(
@@ -367,6 +369,32 @@ def test_unary(op_type: str) -> None:
     if op_type in ("Log", "Sqrt"):
         x = np.abs(x) + 0.1
     check_numerics(model, x=x)
+
+
+@pytest.mark.parametrize("approximate", [None, "none", "tanh"])
+def test_gelu_opset_20(approximate: str | None) -> None:
+    attrs = {} if approximate is None else {"approximate": approximate}
+    model = make_model(
+        [helper.make_node("Gelu", ["x"], ["y"], **attrs)],
+        {"x": [2, 6]},
+        {"y": [2, 6]},
+        opset=20,
+    )
+    module = check_numerics(model, x=rand(2, 6) * 3)
+    names = set(tg_ops(module))
+    assert ("tg.tanh" in names) == (approximate == "tanh")
+    assert ("tg.erf" in names) == (approximate != "tanh")
+
+
+def test_gelu_rejects_an_unknown_approximation() -> None:
+    model = make_model(
+        [helper.make_node("Gelu", ["x"], ["y"], name="g", approximate="fast")],
+        {"x": [3]},
+        {"y": [3]},
+        opset=20,
+    )
+    with pytest.raises(OnnxImportError, match=r'Gelu.*approximate must be "none" or'):
+        import_onnx(model)
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(0)
 INT_MAX = np.iinfo(np.int64).max
 INT_MIN = np.iinfo(np.int64).min
+TRUE = np.array(True)
 
 
 def rand(*shape: int) -> Array:
@@ -249,6 +250,24 @@ FOLD_CASES: list[tuple[str, Any, dict[str, Array], int]] = [
         node("Slice", ["x", "s", "e", "", "t"]),
         {"x": rand(6), "s": i64(5), "e": i64(-10), "t": i64(-2)},
         13,
+    ),
+    (
+        "Split-input",
+        helper.make_node("Split", ["x", "s"], ["y", "z"], axis=1),
+        {"x": np.arange(12, dtype=np.int64).reshape(3, 4), "s": i64(1, 3)},
+        13,
+    ),
+    (
+        "Split-attr",
+        helper.make_node("Split", ["x"], ["y", "z"], axis=-1, split=[3, 1]),
+        {"x": rand(3, 4)},
+        11,
+    ),
+    (
+        "Split-num-outputs",
+        helper.make_node("Split", ["x"], ["y", "z"], num_outputs=2),
+        {"x": i64(1, 2, 3, 4, 5)},
+        18,
     ),
     ("Reshape", node("Reshape", ["x", "s"]), {"x": rand(2, 3, 4), "s": i64(0, -1)}, 13),
     ("Reshape-int", node("Reshape", ["x", "s"]), {"x": ints_a, "s": i64(3, 2)}, 13),
@@ -490,31 +509,19 @@ def test_all_constant_float_graph_folds_to_one_constant() -> None:
 
 
 def test_constant_only_ops_are_supported_and_listed() -> None:
-    for op_type in [
-        "Gather",
-        "Concat",
-        "Unsqueeze",
-        "Squeeze",
-        "Slice",
-        "Cast",
-        "Range",
-    ]:
+    for op_type in ["ConstantOfShape", "Range"]:
         assert op_type in CONSTANT_ONLY_OPS
         assert op_type in SUPPORTED_OPS
-    for op_type in ["Add", "Reshape", "Shape", "Conv"]:
+    # folded on constants, converted to tg.gather / tg.concat / tg.slice otherwise
+    for op_type in ["Add", "Reshape", "Shape", "Conv", "Gather", "Concat", "Slice"]:
         assert op_type not in CONSTANT_ONLY_OPS
 
 
 @pytest.mark.parametrize(
     ("op", "extra"),
     [
-        (helper.make_node("Gather", ["x", "i"], ["y"], name="g"), {"i": i64(0)}),
-        (
-            helper.make_node("Concat", ["x", "c"], ["y"], axis=0, name="g"),
-            {"c": rand(1, 3)},
-        ),
-        (helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="g"), {"a": i64(0)}),
-        (helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT, name="g"), {}),
+        (helper.make_node("ReduceProd", ["x"], ["y"], name="g"), {}),
+        (helper.make_node("Where", ["c", "x", "x"], ["y"], name="g"), {"c": TRUE}),
     ],
 )
 def test_constant_only_op_on_runtime_tensor_is_an_error(

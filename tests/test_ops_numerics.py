@@ -9,6 +9,7 @@ are fresh row-major arrays.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from qidao.compiler.emit_llvm import llvm_ir_text, lower_to_llvm_dialect
 from qidao.dialects import tg
 from qidao.dialects.tg.types import tensor_type
 from qidao.passes.convert_tg_to_affine import ConvertTgToAffinePass
+from qidao.passes.expand_math import ExpandMathPass
 from qidao.runtime.cpu import jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 
@@ -58,13 +60,17 @@ def build(
     return module
 
 
-def run(module: ModuleOp, *storages: Array) -> list[Array]:
-    """Lower, JIT and call ``@main`` on the inputs' storage arrays."""
+def run(module: ModuleOp, *storages: Array, expand_math: bool = False) -> list[Array]:
+    """Lower, JIT and call ``@main`` on the inputs' storage arrays (``expand_math``:
+    math ops as the pipeline's arith expansions, else as LLVM/libm calls)."""
     main = module.body.block.first_op
     assert isinstance(main, func.FuncOp)
     out_types = main.function_type.outputs.data
     ConvertTgToAffinePass().apply(Context(), module)
     module.verify()
+    if expand_math:
+        ExpandMathPass().apply(Context(), module)
+        module.verify()
     lower_to_llvm_dialect(module)
     jit = jit_compile(llvm_ir_text(module))
     outs = [np.empty(tuple(o.get_shape()), np.float32) for o in out_types]  # type: ignore[attr-defined]
@@ -114,12 +120,16 @@ def _sigmoid(x: Array) -> Array:
     return 1 / (1 + np.exp(-x))
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf
+
+
 UNARY_REF: dict[type[tg.UnaryElementwiseOp], tuple[Callable[[Array], Array], float]] = {
     tg.NegOp: (np.negative, -2.0),
     tg.ExpOp: (np.exp, -2.0),
     tg.LogOp: (np.log, 0.1),
     tg.SqrtOp: (np.sqrt, 0.0),
     tg.TanhOp: (np.tanh, -2.0),
+    tg.ErfOp: (_erf, -3.0),
     tg.SigmoidOp: (_sigmoid, -4.0),
     tg.ReluOp: (lambda x: np.maximum(x, 0), -2.0),
 }
@@ -131,6 +141,32 @@ def test_unary(op: type[tg.UnaryElementwiseOp]) -> None:
     x = rand(3, 5, low=low)
     (got,) = run(build([t(3, 5)], lambda a: op(a).result), x)
     assert_close(got, ref(x), rtol=2e-6 if op is not tg.TanhOp else 1e-5, atol=1e-6)
+
+
+ERF_POINTS = np.array(
+    [
+        *(0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-30, -3e-8, 1e-4),
+        *(0.5, -0.92187494, 0.921875, 0.95, -1.0, 2.5, -3.9, 4.0, 10.0, -1e30),
+        *(3.4028235e38, -3.4028235e38, 0.25, -0.75),
+    ],
+    np.float32,
+)
+
+
+@pytest.mark.parametrize("expand", [False, True], ids=["libm", "expand-math"])
+def test_erf_special_values_tails_and_tiny_inputs(expand: bool) -> None:
+    """+-inf -> +-1, NaN -> NaN, -0 -> -0, large |x| -> +-1 exactly, denormals to
+    within one denormal step; the rest within 2e-7 relative (about 2 ulp) of the
+    float64 reference, whether erf is libm's erff or expand-math's expansion."""
+    x = ERF_POINTS.reshape(4, 6)
+    (got,) = run(build([t(4, 6)], lambda a: tg.ErfOp(a).result), x, expand_math=expand)
+    want = _erf(x.astype(np.float64))
+    assert_close(got, want, rtol=2e-7, atol=2.0**-149)
+    finite = ~np.isnan(x)
+    assert (np.signbit(got) == np.signbit(x))[finite].all(), "erf keeps the sign"
+    assert np.isnan(got[~finite]).all()
+    saturated = np.abs(x) >= 4.0
+    assert (got[saturated] == np.sign(x[saturated])).all()
 
 
 def test_nan_propagates_through_max_min_relu_reduce_max() -> None:

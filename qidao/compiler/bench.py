@@ -15,6 +15,10 @@ Backends:
 - ``numpy``: the workload's NumPy version into preallocated outputs, for workloads
   that have one (``copy24``: ``np.copyto``, the machine's copy bandwidth). Its
   process runs without ``OPENBLAS_CORETYPE``, which slows NumPy where it is set.
+- ``onnxruntime``: ONNX Runtime's CPU session (``intra_op_num_threads`` = the
+  threads) on the workload's ONNX file, for workloads that have one (the real
+  models, ``resnet`` and ``encoder``); its compile column is the session's
+  creation (ONNX Runtime's graph optimizations).
 
 A memory-bound workload states the bytes one call must move (``bytes_per_call``:
 inputs read once, outputs written once); every row of it reports GB/s = those bytes
@@ -40,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-BACKENDS = ("torch", "qidao", "qidao-raw", "numpy")
+BACKENDS = ("torch", "qidao", "qidao-raw", "numpy", "onnxruntime")
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,14 @@ def run_worker(
         numpy_fn(*inputs, *outs)
         _check(workload, backend, outs, want, example.tolerance)
         times = time_calls(lambda: numpy_fn(*inputs, *outs), min_time, max_runs)
+    elif backend == "onnxruntime":
+        if example.onnx_path is None:
+            raise ValueError(f"workload '{workload}' has no ONNX version")
+        start = time.perf_counter()
+        run = _onnxruntime_session(example.onnx_path(), threads, inputs)
+        compile_s = time.perf_counter() - start
+        _check(workload, backend, run(), want, example.tolerance)
+        times = time_calls(run, min_time, max_runs)
     else:
         raise ValueError(
             f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}"
@@ -165,11 +177,38 @@ def run_worker(
     return {"times": times, "compile_s": compile_s}
 
 
+def _onnxruntime_session(
+    path: Path, threads: int, inputs: Sequence[Any]
+) -> Callable[[], list[Any]]:
+    """A call of an ONNX Runtime CPU session on ``path`` with ``inputs`` bound."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        str(path), options, providers=["CPUExecutionProvider"]
+    )
+    names = [i.name for i in session.get_inputs()]
+    feed = dict(zip(names, inputs, strict=True))
+
+    def run() -> list[Any]:
+        return session.run(None, feed)  # type: ignore[no-any-return]
+
+    return run
+
+
 def runs_on(workload: str, backend: str) -> bool:
-    """Whether ``backend`` applies to ``workload`` (``numpy`` needs a NumPy version)."""
+    """Whether ``backend`` applies to ``workload`` (``numpy`` needs a NumPy version,
+    ``onnxruntime`` an ONNX one)."""
     from qidao.compiler.examples import get_example
 
-    return backend != "numpy" or get_example(workload).numpy_fn is not None
+    example = get_example(workload)
+    if backend == "numpy":
+        return example.numpy_fn is not None
+    if backend == "onnxruntime":
+        return example.onnx_path is not None
+    return True
 
 
 def run_one(

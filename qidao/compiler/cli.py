@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--backends",
         nargs="*",
-        help="torch, qidao, qidao-raw, numpy (default: all that apply)",
+        help="torch, qidao, qidao-raw, numpy, onnxruntime (default: all that apply)",
     )
     p.add_argument(
         "--plot",

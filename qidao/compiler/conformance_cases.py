@@ -91,8 +91,8 @@ def _run(case: Any) -> tuple[str, str]:
             warnings.simplefilter("ignore")
             compiled = qidao.compile(case.model)
             for inputs, expected in case.data_sets:
-                with np.errstate(all="ignore"):
-                    got = compiled(*inputs)
+                with np.errstate(all="ignore"):  # rank-0 inputs come as NumPy scalars
+                    got = compiled(*(np.asarray(a) for a in inputs))
                 mismatch = compare(got, expected, case.rtol, case.atol)
                 if mismatch:
                     return FAIL, mismatch

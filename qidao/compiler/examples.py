@@ -17,6 +17,7 @@ import numpy as np
 
 from qidao.compiler.examples_base import Arrays, Example
 from qidao.compiler.examples_dense import DENSE_EXAMPLES
+from qidao.compiler.examples_models import MODEL_EXAMPLES
 from qidao.frontend.builder import Graph
 
 
@@ -258,6 +259,7 @@ EXAMPLES: dict[str, Example] = {
             _small_torch,
         ),
         *DENSE_EXAMPLES,
+        *MODEL_EXAMPLES,
     )
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,9 @@ Arrays = list[np.ndarray[Any, Any]]
 class Example:
     name: str
     summary: str
-    build: Callable[[], Graph]
+    build: Callable[[], Graph | Any]
+    """The model: a builder ``Graph``, or anything ``qidao.compile`` takes (the real
+    models build an ``onnx.ModelProto``)."""
     inputs: Callable[[np.random.Generator], Arrays]
     reference: Callable[..., Arrays]
     torch_fn: Callable[..., Any]
@@ -31,3 +34,5 @@ class Example:
     tolerance: tuple[float, float] = (1e-4, 1e-5)
     """(rtol, atol) of the check against the reference: a sum of n products carries
     O(sqrt(n) eps) of rounding, so long reductions get a looser atol."""
+    onnx_path: Callable[[], Path] | None = None
+    """The model as an ONNX file, for the ``onnxruntime`` bench backend."""

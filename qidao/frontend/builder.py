@@ -324,6 +324,9 @@ class Graph:
     def tanh(self, x: Value) -> Value:
         return self._emit("tanh", lambda: tg.TanhOp(x.ssa), x)
 
+    def erf(self, x: Value) -> Value:
+        return self._emit("erf", lambda: tg.ErfOp(x.ssa), x)
+
     def sigmoid(self, x: Value) -> Value:
         return self._emit("sigmoid", lambda: tg.SigmoidOp(x.ssa), x)
 
@@ -408,6 +411,65 @@ class Graph:
         lo = tuple(low)
         hi = lo if high is None else tuple(high)
         return self._emit("pad", lambda: tg.PadOp(x.ssa, lo, hi, value), x)
+
+    # ---- indexing ---------------------------------------------------------------
+
+    def concat(self, values: Sequence[Value], axis: int = 0) -> Value:
+        """``np.concatenate(values, axis)``: a row-major copy."""
+        xs = [self._own(v, "concat") for v in values]
+        return self._emit("concat", lambda: tg.ConcatOp([v.ssa for v in xs], axis), *xs)
+
+    def slice(
+        self,
+        x: Value,
+        start: Sequence[int | None],
+        stop: Sequence[int | None] | None = None,
+        step: Sequence[int | None] | None = None,
+    ) -> Value:
+        """``x[start[0]:stop[0]:step[0], ...]`` with Python's rules (negative bounds
+        count from the end, out-of-range ones clamp, None is the default); dimensions
+        past the lists are kept whole. Steps >= 1 make one ``tg.slice``, a strided
+        view (no copy); a dimension with a negative step is then a ``tg.gather`` of
+        its entries in reverse order (a copy)."""
+        bounds: list[tuple[int, int, int]] = []
+        gathers: list[tuple[int, list[int]]] = []
+        for d, size in enumerate(x.shape):
+            lo = start[d] if d < len(start) else None
+            hi = stop[d] if stop is not None and d < len(stop) else None
+            st = step[d] if step is not None and d < len(step) else None
+            if st == 0:
+                raise GraphError(
+                    f"slice({fmt_shape(x.shape)}): step must not be 0 (dimension {d})"
+                )
+            picked = slice(lo, hi, st).indices(size)
+            if picked[2] > 0:
+                bounds.append((picked[0], max(picked[0], picked[1]), picked[2]))
+            else:
+                bounds.append((0, size, 1))
+                gathers.append((d, list(range(*picked))))
+        lo_, hi_, st_ = (tuple(b[k] for b in bounds) for k in range(3))
+        y = x
+        if any(b != (0, size, 1) for b, size in zip(bounds, x.shape, strict=True)):
+            y = self._emit("slice", lambda: tg.SliceOp(x.ssa, lo_, hi_, st_), x)
+        for d, indices in gathers:
+            y = self.gather(y, indices, axis=d)
+        return y
+
+    def gather(
+        self, x: Value, indices: int | Sequence[int] | npt.ArrayLike, axis: int = 0
+    ) -> Value:
+        """``np.take(x, indices, axis)`` for constant integer ``indices`` of any
+        shape (negative ones count from the end): a ``tg.gather`` of the flattened
+        indices, then a reshape (free) to NumPy's result shape, which puts the
+        indices' shape in place of ``axis``; a scalar index drops the axis."""
+        array = np.asarray(indices)
+        if array.dtype.kind not in "iu" and array.size:
+            raise GraphError(f"gather indices must be integers, got {array.dtype}")
+        flat = [int(i) for i in array.reshape(-1)]
+        y = self._emit("gather", lambda: tg.GatherOp(x.ssa, axis, flat), x)
+        a = axis % x.rank if x.rank else 0
+        shape = (*x.shape[:a], *array.shape, *x.shape[a + 1 :])
+        return y if shape == y.shape else self.reshape(y, shape)
 
     # ---- reductions and nn ------------------------------------------------------
 

@@ -12,10 +12,11 @@ are; it builds tg ops through the ``Graph`` builder and returns the node's resul
 The names of the arguments are ATen's schema names, so keyword arguments of the FX
 node (``approximate="tanh"``) arrive by name. A ``check`` given to ``@converter``
 sees the node's raw arguments and returns why this use of the operator is not
-supported (``"approximate='none' needs erf"``), or None; a node that fails its check
-counts as unsupported, exactly like an operator without a converter. tg has no erf,
-concat, slice or integer-index ops, so exact GELU, ``cat``, slicing and ``max``
-with indices stay unsupported (they fall back to PyTorch, or strict mode lists them).
+supported (``"approximate must be 'none' or 'tanh'"``), or None; a node that fails its
+check counts as unsupported, exactly like an operator without a converter. ``cat``,
+slicing, ``select``, ``narrow`` and ``split``/``chunk``/``unbind`` become
+``tg.concat`` and ``tg.slice`` views; ``max`` with indices stays unsupported (it falls
+back to PyTorch, or strict mode lists it).
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ _UNARY: dict[Any, Callable[[FxConverter, Value], Value]] = {
     aten.rsqrt.default: lambda cv, x: 1.0 / cv.g.sqrt(x),
     aten.reciprocal.default: lambda cv, x: 1.0 / x,
     aten.tanh.default: lambda cv, x: cv.g.tanh(x),
+    aten.erf.default: lambda cv, x: cv.g.erf(x),
     aten.sigmoid.default: lambda cv, x: cv.g.sigmoid(x),
     aten.relu.default: lambda cv, x: cv.g.relu(x),
     aten.silu.default: lambda cv, x: x * cv.g.sigmoid(x),
@@ -179,15 +181,18 @@ for _target in _UNARY:
 
 def _check_gelu(*args: Any, **kwargs: Any) -> str | None:
     approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
-    if approximate == "tanh":
+    if approximate in ("none", "tanh"):
         return None
-    return "exact GELU (approximate='none') needs erf, which tg lacks"
+    return f"approximate must be 'none' or 'tanh', got {approximate!r}"
 
 
 @converter(aten.gelu.default, check=_check_gelu)
 def _gelu(cv: FxConverter, x: Arg, approximate: str = "none") -> Value:
-    """The tanh form only, as the module asks for it: 0.5 x (1 + tanh(c (x + k x³)))."""
+    """As the module asks for it: exact 0.5 x (1 + erf(x / sqrt 2)), or the tanh form
+    0.5 x (1 + tanh(c (x + k x³)))."""
     v = cv.tensor(x)
+    if approximate == "none":
+        return 0.5 * v * (1.0 + cv.g.erf(v * (1.0 / math.sqrt(2.0))))
     inner = math.sqrt(2.0 / math.pi) * (v + 0.044715 * (v * v * v))
     return 0.5 * v * (1.0 + cv.g.tanh(inner))
 
@@ -759,3 +764,100 @@ def _expand(
     lead = len(size) - v.rank
     shape = [v.shape[k - lead] if d == -1 else int(d) for k, d in enumerate(size)]
     return v if tuple(shape) == v.shape else cv.g.broadcast(v, shape)
+
+
+# ---- indexing ---------------------------------------------------------------
+
+
+@converter(aten.cat.default, aten.concat.default)
+def _cat(cv: FxConverter, tensors: Sequence[Arg], dim: int = 0) -> Value:
+    """``tg.concat``; like PyTorch, a 1-D empty tensor next to others is skipped."""
+    values = [cv.tensor(t) for t in tensors]
+    rank = max(v.rank for v in values)
+    values = [v for v in values if not (v.shape == (0,) and rank > 1)] or values[:1]
+    return values[0] if len(values) == 1 else cv.g.concat(values, dim)
+
+
+def _slice_dim(
+    cv: FxConverter, v: Value, dim: int, start: int | None, end: int | None, step: int
+) -> Value:
+    """``v[..., start:end:step, ...]`` on dimension ``dim`` (a view)."""
+    d = dim % v.rank
+    starts: list[int | None] = [None] * v.rank
+    stops: list[int | None] = [None] * v.rank
+    steps: list[int | None] = [None] * v.rank
+    starts[d], stops[d], steps[d] = start, end, step
+    return cv.g.slice(v, starts, stops, steps)
+
+
+@converter(aten.slice.Tensor)
+def _slice(
+    cv: FxConverter,
+    x: Arg,
+    dim: int = 0,
+    start: int | None = None,
+    end: int | None = None,
+    step: int = 1,
+) -> Value:
+    return _slice_dim(cv, cv.tensor(x), dim, start, end, step)
+
+
+@converter(aten.narrow.default)
+def _narrow(cv: FxConverter, x: Arg, dim: int, start: int, length: int) -> Value:
+    v = cv.tensor(x)
+    begin = start % v.shape[dim % v.rank] if start < 0 else start
+    return _slice_dim(cv, v, dim, begin, begin + length, 1)
+
+
+@converter(aten.select.int)
+def _select(cv: FxConverter, x: Arg, dim: int, index: int) -> Value:
+    """``x[..., index, ...]``: a one-entry slice, then a reshape (both views) that
+    drops the dimension."""
+    v = cv.tensor(x)
+    d = dim % v.rank
+    size = v.shape[d]
+    if not -size <= index < size:
+        raise GraphError(
+            f"index {index} is out of range for dimension {dim} of size {size}"
+        )
+    i = index % size
+    picked = _slice_dim(cv, v, d, i, i + 1, 1)
+    return cv.g.reshape(picked, [s for k, s in enumerate(v.shape) if k != d])
+
+
+def _pieces(cv: FxConverter, x: Arg, sizes: Sequence[int], dim: int) -> list[Value]:
+    v = cv.tensor(x)
+    pieces, offset = [], 0
+    for size in sizes:
+        pieces.append(_slice_dim(cv, v, dim, offset, offset + size, 1))
+        offset += size
+    return pieces
+
+
+@converter(aten.split.Tensor, aten.split_with_sizes.default)
+def _split(
+    cv: FxConverter, x: Arg, split_size: int | Sequence[int], dim: int = 0
+) -> list[Value]:
+    """An int makes pieces of that size (the last one smaller); a list gives them."""
+    v = cv.tensor(x)
+    n = v.shape[dim % v.rank]
+    if isinstance(split_size, int):
+        step = max(split_size, 1)
+        sizes = [min(step, n - k) for k in range(0, n, step)] or [0]
+    else:
+        sizes = [int(s) for s in split_size]
+    return _pieces(cv, v, sizes, dim)
+
+
+@converter(aten.chunk.default)
+def _chunk(cv: FxConverter, x: Arg, chunks: int, dim: int = 0) -> list[Value]:
+    v = cv.tensor(x)
+    n = v.shape[dim % v.rank]
+    step = max(-(-n // max(chunks, 1)), 1)
+    return _pieces(cv, v, [min(step, n - k) for k in range(0, n, step)] or [0], dim)
+
+
+@converter(aten.unbind.int)
+def _unbind(cv: FxConverter, x: Arg, dim: int = 0) -> list[Value]:
+    v = cv.tensor(x)
+    return [_select(cv, v, dim, k) for k in range(v.shape[dim % v.rank])]

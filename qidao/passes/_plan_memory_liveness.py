@@ -34,6 +34,7 @@ ELEMENTWISE_OPS = frozenset(
         "log",
         "sqrt",
         "tanh",
+        "erf",
         "sigmoid",
         "relu",
     )

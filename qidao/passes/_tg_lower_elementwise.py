@@ -64,6 +64,7 @@ _UNARY: dict[type[Operation], Callable[[Emitter, SSAValue], SSAValue]] = {
     tg.LogOp: lambda em, x: em.value(math.LogOp(x)),
     tg.SqrtOp: lambda em, x: em.value(math.SqrtOp(x)),
     tg.TanhOp: lambda em, x: em.value(math.TanhOp(x)),
+    tg.ErfOp: lambda em, x: em.value(math.ErfOp(x)),
     tg.SigmoidOp: _sigmoid,
     tg.ReluOp: lambda em, x: em.maxf(x, em.constant(0.0, x.type)),
 }

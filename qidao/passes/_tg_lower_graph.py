@@ -39,6 +39,7 @@ from qidao.passes._tg_lower_constants import ConstantPool, splat_of
 from qidao.passes._tg_lower_conv import lower_conv2d
 from qidao.passes._tg_lower_elementwise import lower_elementwise
 from qidao.passes._tg_lower_fused import fused_label, lower_fused
+from qidao.passes._tg_lower_indexing import lower_concat, lower_gather
 from qidao.passes._tg_lower_layout import copy_kernel, lower_copy
 from qidao.passes._tg_lower_matmul import lower_matmul
 from qidao.passes._tg_lower_nn import lower_batch_norm, lower_pool, lower_softmax
@@ -50,9 +51,11 @@ KernelBuilder = Callable[[Operation, Kernel, list[Source], ConstantPool], None]
 BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.AvgPool2dOp: lower_pool,
     tg.BatchNormOp: lower_batch_norm,
+    tg.ConcatOp: lower_concat,
     tg.ContiguousOp: lower_copy,
     tg.Conv2dOp: lower_conv2d,
     tg.FusedOp: lower_fused,
+    tg.GatherOp: lower_gather,
     tg.MatmulOp: lower_matmul,
     tg.MaxPool2dOp: lower_pool,
     tg.PadOp: lower_pad,
@@ -67,7 +70,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
 # ops whose splat-constant operands become arith.constant inside the kernel
 _FOLDS_SPLATS = (tg.BinaryElementwiseOp, tg.UnaryElementwiseOp, tg.FusedOp)
 
-_VIEW_OPS = (tg.TransposeOp, tg.ViewOp, tg.BroadcastOp)
+_VIEW_OPS = (tg.TransposeOp, tg.ViewOp, tg.BroadcastOp, tg.SliceOp)
 
 
 def is_view(op: Operation) -> bool:

@@ -118,7 +118,7 @@ TO_HWIO = (2, 3, 1, 0)
 
 # users whose result type depends on their operand's layout: a chain output reaches
 # them as a row-major copy; every other tg op reads it through its strides
-_LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.FusedOp)
+_LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
 
 OperandFn = Callable[[SSAValue, str], SSAValue]
 """How ``_nhwc_op`` gets an operand: ``(old operand, role) -> NHWC operand``, role

@@ -16,7 +16,8 @@ The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0), ``[b..], i, k, j`
     vectorize j_i, the copy loops          <16 x float>, multiply-adds as fma
     unroll i_i, j_i and the copy loops     the tile stays in sixteen registers
 
-so every k step loads one packed row of B (two vectors, contiguous), broadcasts
+(a transposed B, as in attention's ``q @ k^T``, is packed by a scalar copy that
+turns its columns into rows), so every k step loads one packed row of B (two vectors, contiguous), broadcasts
 TILE_I elements of A and issues sixteen fmas. Measured on this machine (AMD EPYC,
 AVX-512, one thread): matmul 1024 at ~240 GFLOP/s against PyTorch's ~100.
 
@@ -30,6 +31,7 @@ worth it, or whose j extent is not a multiple of the vector width, keeps its loo
 from __future__ import annotations
 
 from xdsl.dialects import affine
+from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
 
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule
@@ -68,7 +70,7 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
             f"the j extent {n} is not a multiple of the vector width {WIDTH}"
         )
     tile_i = next(t for t in range(TILE_I, 0, -1) if m % t == 0)
-    rhs = _rhs_name(s, kernel)
+    rhs, rows_contiguous = _rhs(s, kernel)
 
     s.split(kernel, "i", tile_i)
     s.split(kernel, "j", tile_j)
@@ -90,7 +92,10 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         prefix: sorted(n for n in names if n.startswith(prefix))
         for prefix in ("i_o_cw_i", "i_o_wb_i", "j_o_cr_i")
     }
-    # the innermost copy loop (the last index) on vectors, the tile's others unrolled
+    # the innermost copy loop (the last index) on vectors, the tile's others
+    # unrolled; a pack of a transposed B (q @ k^T) reads columns: it stays scalar
+    if not rows_contiguous:
+        copies["j_o_cr_i"] = []
     for loop in ["j_i", *(c[-1] for c in copies.values() if c)]:
         s.vectorize(kernel, loop, WIDTH)
     for loop in ["j_i", "i_i", *copies["i_o_cw_i"][:-1], *copies["i_o_wb_i"][:-1]]:
@@ -98,9 +103,11 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     return ", ".join(done)
 
 
-def _rhs_name(s: Schedule, kernel: str) -> str | None:
-    """The name of B: the memref the j loop's body loads at ``[.., k, j]``, if no
-    other memref there has the same name (``cache_read`` refers to it by name)."""
+def _rhs(s: Schedule, kernel: str) -> tuple[str | None, bool]:
+    """B: the name of the memref the j loop's body loads at ``[.., k, j]`` (None
+    when it has none of its own, or another memref there has the same name:
+    ``cache_read`` refers to it by name), and whether its rows are contiguous
+    (stride 1 along j: not a transposed view)."""
     _, j_loop = find_loop(s.module, "default schedule", kernel, "j")
     _, k_loop = find_loop(s.module, "default schedule", kernel, "k")
     j, k = iv(j_loop), iv(k_loop)
@@ -110,5 +117,11 @@ def _rhs_name(s: Schedule, kernel: str) -> str | None:
         name = op.memref.name_hint
         if name is not None and len(indices) >= 2 and indices[-2:] == [k, j]:
             same = {id(o.memref) for o in loads if o.memref.name_hint == name}
-            return name if len(same) == 1 else None
-    return None
+            memref_type = op.memref.type
+            assert isinstance(memref_type, MemRefType)
+            layout = memref_type.layout
+            contiguous = not isinstance(layout, StridedLayoutAttr) or (
+                layout.get_strides()[-1] == 1
+            )
+            return (name if len(same) == 1 else None), contiguous
+    return None, True

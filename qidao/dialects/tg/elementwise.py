@@ -211,6 +211,21 @@ class TanhOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class ErfOp(UnaryElementwiseOp):
+    """Elementwise error function ``erf(x) = 2/sqrt(pi) * integral_0^x e**(-t*t) dt``.
+
+    Odd, with ``erf(+-inf) = +-1``, ``erf(-0) = -0``; exact GELU is
+    ``0.5 * x * (1 + erf(x / sqrt(2)))``.
+
+    ```mlir
+    %r = tg.erf %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+    """
+
+    name = "tg.erf"
+
+
+@irdl_op_definition
 class SigmoidOp(UnaryElementwiseOp):
     """Elementwise logistic function ``1 / (1 + e**-x)``.
 
@@ -248,6 +263,7 @@ UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = (
     LogOp,
     SqrtOp,
     TanhOp,
+    ErfOp,
     SigmoidOp,
     ReluOp,
 )

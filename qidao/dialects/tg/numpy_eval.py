@@ -8,7 +8,7 @@ Precision: float operands are computed in **float64 and rounded once** to the
 result's element type (float32 for f32). For ``+ - * /`` and ``sqrt`` that is exactly
 IEEE float32 arithmetic (float64 carries more than 2 * 24 + 2 bits, so the double
 rounding is innocuous), i.e. bitwise what the compiled code computes; for ``exp``,
-``log``, ``tanh`` and the accumulating ops (``matmul``, ``conv2d``, reductions,
+``log``, ``tanh``, ``erf`` and the accumulating ops (``matmul``, ``conv2d``, reductions,
 ``softmax``, pools) it is the accurately rounded answer, which a float32 kernel
 approaches within its own rounding error. Integer and bool tensors (constants and
 layout ops only) keep their dtype.
@@ -23,6 +23,7 @@ warnings are silenced, since inf and NaN are legitimate tensor values.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from qidao.dialects.tg.constant import ConstantOp
 from qidao.dialects.tg.elementwise import (
     AddOp,
     DivOp,
+    ErfOp,
     ExpOp,
     LogOp,
     MaxOp,
@@ -50,6 +52,7 @@ from qidao.dialects.tg.elementwise import (
     TanhOp,
 )
 from qidao.dialects.tg.fused import FusedOp, YieldOp
+from qidao.dialects.tg.indexing import ConcatOp, GatherOp, SliceOp
 from qidao.dialects.tg.layout_ops import (
     BroadcastOp,
     ContiguousOp,
@@ -162,6 +165,15 @@ def _sigmoid(x: Array) -> Array:
     return 1.0 / (1.0 + np.exp(-x))  # type: ignore[no-any-return]
 
 
+_erf_float64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x: Array) -> Array:
+    """NumPy has no erf: C's ``erf`` through ``math.erf``, element by element, in
+    float64 (IEEE special values as C99: -0 stays -0, +-inf gives +-1)."""
+    return _erf_float64(x)  # type: ignore[no-any-return]
+
+
 _BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
     AddOp: np.add,
     SubOp: np.subtract,
@@ -176,6 +188,7 @@ _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
     LogOp: np.log,
     SqrtOp: np.sqrt,
     TanhOp: np.tanh,
+    ErfOp: _erf,
     SigmoidOp: _sigmoid,
     ReluOp: lambda x: np.maximum(x, 0.0),
 }
@@ -217,6 +230,23 @@ def _pad_op(op: Operation, xs: list[Array]) -> list[Array]:
     low, high = op.amounts()
     widths = list(zip(low, high, strict=True))
     return [np.pad(xs[0], widths, constant_values=op.pad_value())]
+
+
+def _concat(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, ConcatOp)
+    return [np.concatenate(xs, axis=op.normalized_axis())]
+
+
+def _slice(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, SliceOp)
+    index = tuple(slice(*bounds) for bounds in zip(*op.bounds(), strict=True))
+    return [xs[0][index]]
+
+
+def _gather(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, GatherOp)
+    indices = np.array(op.normalized_indices(), dtype=np.int64)
+    return [np.take(xs[0], indices, axis=op.normalized_axis())]
 
 
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
@@ -388,6 +418,9 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     ContiguousOp: _reshape,
     BroadcastOp: _broadcast,
     PadOp: _pad_op,
+    ConcatOp: _concat,
+    SliceOp: _slice,
+    GatherOp: _gather,
     MatmulOp: _matmul,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,

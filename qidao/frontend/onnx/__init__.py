@@ -39,7 +39,8 @@ The package:
   access for converters: ``im.input``, ``im.optional_input``, ``im.value``,
   ``im.const``);
 - one module per family of converters: ``elementwise``, ``linalg``, ``shape``,
-  ``reduce``, ``nn``;
+  ``reduce``, ``nn``, and ``compose`` (ops built from other tg ops: LeakyRelu,
+  Clip, Pow, ReduceL2, Squeeze, Pad, ...);
 - ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
   ``Size`` converters, which read the static shape of any input.
 
@@ -69,7 +70,16 @@ tensors) needs no other change: the folder still runs when all inputs are consta
 """
 
 # Importing the converter modules registers their converters.
-from qidao.frontend.onnx import elementwise, fold, linalg, nn, reduce, shape  # noqa: F401
+from qidao.frontend.onnx import (  # noqa: F401
+    compose,
+    elementwise,
+    fold,
+    linalg,
+    nn,
+    norm,
+    reduce,
+    shape,
+)
 from qidao.frontend.onnx.importer import (
     CONVERTERS,
     FOLDERS,

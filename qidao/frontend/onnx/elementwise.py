@@ -1,7 +1,8 @@
-"""Converters for elementwise ops, ``Identity`` and ``Constant``."""
+"""Converters for elementwise ops, ``Gelu``, ``Identity`` and ``Constant``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -24,6 +25,7 @@ _UNARY: dict[str, Callable[[Graph, Value], Value]] = {
     "Log": Graph.log,
     "Sqrt": Graph.sqrt,
     "Tanh": Graph.tanh,
+    "Erf": Graph.erf,
     "Sigmoid": Graph.sigmoid,
     "Relu": Graph.relu,
 }
@@ -45,6 +47,23 @@ def _binary(im: Importer, node: Node) -> list[Value | Array]:
 @converter(*_UNARY)
 def _unary(im: Importer, node: Node) -> list[Value | Array]:
     return [_UNARY[node.op_type](im.graph, im.input(node, 0))]
+
+
+@converter("Gelu")
+def _gelu(im: Importer, node: Node) -> list[Value | Array]:
+    """Opset 20: ``approximate="none"`` is ``0.5 x (1 + erf(x / sqrt 2))``, ``"tanh"``
+    is ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``."""
+    g, x = im.graph, im.input(node, 0)
+    approximate = node.attr("approximate", "none")
+    if isinstance(approximate, bytes):  # ONNX string attributes arrive as bytes
+        approximate = approximate.decode()
+    if approximate == "none":
+        inner = g.erf(x * (1.0 / math.sqrt(2.0)))
+    elif approximate == "tanh":
+        inner = g.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x)))
+    else:
+        raise node.error(f'approximate must be "none" or "tanh", got {approximate!r}')
+    return [0.5 * x * (1.0 + inner)]
 
 
 @converter("Identity")

@@ -14,7 +14,7 @@ here, at import, while the importer still holds their values as NumPy arrays:
   is a constant like an initializer.
 
 Ops that have a folder but no converter (``CONSTANT_ONLY_OPS`` in ``__init__``:
-``Gather``, ``Concat``, ``Slice``, ``Unsqueeze``, ``Cast``, ...) are supported only on
+``ConstantOfShape``, ``Range``, ...) are supported only on
 constant inputs so far. They pass the up-front scan for unsupported ops (which inputs
 fold is known only during the walk), and a runtime tensor input is an
 ``OnnxImportError`` naming the node and the op, never a silent mis-import.

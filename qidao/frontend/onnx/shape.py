@@ -1,12 +1,23 @@
-"""Converters for ``Transpose``, ``Reshape`` and ``Flatten``."""
+"""Converters for ``Transpose``, ``Reshape``, ``Flatten``, and the indexing ops
+``Concat``, ``Slice``, ``Gather`` and ``Split`` on runtime tensors.
+
+The indexing ops also have folders (``fold.py``, and ``Split``'s below) that run when
+every input is a constant; their converters here take a runtime ``data`` tensor and
+need the rest (``starts``/``ends``/``axes``/``steps``, ``indices``, ``split``) to be
+constants. ``Slice`` and ``Split`` become ``tg.slice`` views, a negative ``Slice``
+step a ``tg.gather`` of the reversed entries; ``Gather`` is a ``tg.gather`` of the
+flattened indices and a reshape.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from qidao.frontend.builder import Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, Node, converter, folder
 
 
 @converter("Transpose")
@@ -71,3 +82,171 @@ def _flatten(im: Importer, node: Node) -> list[Value | Array]:
         axis += x.rank
     shape = (math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
     return [im.graph.reshape(x, shape)]
+
+
+# ---- indexing on runtime tensors ---------------------------------------------------
+
+
+def _axis(node: Node, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise node.error(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _ints(array: Array) -> list[int]:
+    return [int(v) for v in np.asarray(array).reshape(-1)]
+
+
+@converter("Concat")
+def _concat(im: Importer, node: Node) -> list[Value | Array]:
+    values = [im.value(name) for name in node.inputs if name]
+    if not values:
+        raise node.error("needs at least one input")
+    if "axis" not in node.attrs:
+        raise node.error("the axis attribute is required")
+    axis = _axis(node, int(node.attr("axis")), max(values[0].rank, 1))
+    return [values[0] if len(values) == 1 else im.graph.concat(values, axis)]
+
+
+def onnx_slice(start: int, end: int, step: int, dim: int) -> slice:
+    """ONNX ``Slice`` bounds on one axis as a Python slice: negative values count
+    from the end, then start and end are clamped to [0, dim] (step > 0) or
+    [0, dim-1] / [-1, dim-1] (step < 0), where an end of -1 means "past the first
+    element"."""
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+    else:
+        start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+    return slice(start, None if end < 0 else end, step)
+
+
+@converter("Slice")
+def _slice(im: Importer, node: Node) -> list[Value | Array]:
+    """``starts``/``ends``/``axes`` are attributes before opset 10, then constant
+    inputs #1-#3, with ``steps`` (#4)."""
+    x = im.input(node, 0)
+    names = [*node.inputs, "", "", "", ""]
+    if node.opset < 10:
+        starts = [int(v) for v in node.attr("starts", [])]
+        ends = [int(v) for v in node.attr("ends", [])]
+        axes_attr = node.attr("axes")
+        axes = None if axes_attr is None else [int(a) for a in axes_attr]
+        steps = [1] * len(starts)
+    else:
+        starts = _ints(im.const(node, names[1], "starts"))
+        ends = _ints(im.const(node, names[2], "ends"))
+        axes = _ints(im.const(node, names[3], "axes")) if names[3] else None
+        given = _ints(im.const(node, names[4], "steps")) if names[4] else None
+        steps = [1] * len(starts) if given is None else given
+    if axes is None:
+        axes = list(range(len(starts)))
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise node.error(
+            f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must have "
+            "the same length"
+        )
+    if 0 in steps:
+        raise node.error(f"steps {steps} contain a 0")
+    normalized = [_axis(node, a, x.rank) for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise node.error(f"axes {axes} repeat an axis")
+    index = [slice(None)] * x.rank
+    for axis, start, end, step in zip(normalized, starts, ends, steps, strict=True):
+        index[axis] = onnx_slice(start, end, step, x.shape[axis])
+    return [
+        im.graph.slice(
+            x,
+            [s.start for s in index],
+            [s.stop for s in index],
+            [s.step for s in index],
+        )
+    ]
+
+
+@converter("Gather")
+def _gather(im: Importer, node: Node) -> list[Value | Array]:
+    """``np.take(data, indices, axis)`` with constant ``indices`` of any shape."""
+    x = im.input(node, 0)
+    if len(node.inputs) < 2 or not node.inputs[1]:
+        raise node.error("the indices input (#1) is missing")
+    indices = im.const(node, node.inputs[1], "indices")
+    if x.rank == 0:
+        raise node.error("cannot gather from a rank-0 tensor")
+    axis = _axis(node, int(node.attr("axis", 0)), x.rank)
+    n = x.shape[axis]
+    if np.any((indices < -n) | (indices >= n)):
+        raise node.error(
+            f"indices {_ints(indices)} are out of range for axis {axis} of size {n}"
+        )
+    return [im.graph.gather(x, indices.astype(np.int64), axis)]
+
+
+def split_sizes(node: Node, dim: int, split: Array | None) -> list[int]:
+    """The sizes of ``Split``'s outputs along its axis: the ``split`` input (opset
+    13) or attribute, else ``num_outputs`` (opset 18: the last part may be smaller),
+    else equal parts, one per output."""
+    outputs = len(node.proto.output)
+    if split is None and node.opset < 13 and node.attr("split") is not None:
+        split = np.asarray(node.attr("split"))
+    if split is not None:
+        sizes = _ints(split)
+        if len(sizes) != outputs or sum(sizes) != dim or min(sizes, default=0) < 0:
+            raise node.error(
+                f"split {sizes} must have one non-negative size per output "
+                f"({outputs}) adding up to the axis size {dim}"
+            )
+        return sizes
+    parts = int(node.attr("num_outputs", outputs))
+    if parts != outputs or parts < 1:
+        raise node.error(f"num_outputs {parts} differs from the {outputs} outputs")
+    if "num_outputs" in node.attrs:
+        chunk = -(-dim // parts)
+        return [max(0, min(chunk, dim - k * chunk)) for k in range(parts)]
+    if dim % parts:
+        raise node.error(
+            f"cannot split an axis of size {dim} into {parts} equal parts; give the "
+            "split sizes"
+        )
+    return [dim // parts] * parts
+
+
+def _split_args(node: Node, rank: int) -> int:
+    if rank == 0:
+        raise node.error("cannot split a rank-0 tensor")
+    return _axis(node, int(node.attr("axis", 0)), rank)
+
+
+@folder("Split")
+def _split_fold(node: Node, args: list[Array | None]) -> list[Array]:
+    x = args[0]
+    if x is None:
+        raise node.error("the input (#0) is missing")
+    axis = _split_args(node, x.ndim)
+    split = args[1] if len(args) > 1 else None
+    sizes = split_sizes(node, x.shape[axis], split)
+    cuts = np.cumsum(sizes)[:-1]
+    return list(np.split(x, cuts, axis=axis))
+
+
+@converter("Split")
+def _split(im: Importer, node: Node) -> list[Value | Array]:
+    """One ``tg.slice`` (a view) per output."""
+    x = im.input(node, 0)
+    axis = _split_args(node, x.rank)
+    names = node.inputs
+    split = None
+    if len(names) > 1 and names[1]:
+        split = im.const(node, names[1], "split")
+    results: list[Value | Array] = []
+    offset = 0
+    for size in split_sizes(node, x.shape[axis], split):
+        start = [0] * x.rank
+        stop = list(x.shape)
+        start[axis], stop[axis] = offset, offset + size
+        results.append(im.graph.slice(x, start, stop))
+        offset += size
+    return results

@@ -110,18 +110,46 @@ func.func @vector_is_left_alone(%x: vector<4xf32>) -> vector<4xf32> {
   func.return %e : vector<4xf32>
 }
 
-// Must not fire: math ops other than exp, log and tanh (sqrt vectorizes as it is;
-// erf is not emitted by the tg lowering and keeps its libm call).
+// Must not fire: math ops other than exp, log, tanh and erf (sqrt vectorizes as it
+// is; sin is not emitted by the tg lowering and keeps its libm call).
 // CHECK-LABEL: func.func @other_math_ops
 // CHECK-NEXT:    %s = math.sqrt %x : f32
-// CHECK-NEXT:    %r = math.erf %s : f32
+// CHECK-NEXT:    %r = math.sin %s : f32
 // CHECK-NEXT:    %l = math.log2 %r : f32
 // CHECK-NEXT:    %p = math.exp2 %l : f32
 // CHECK-NEXT:    func.return %p : f32
 func.func @other_math_ops(%x: f32) -> f32 {
   %s = math.sqrt %x : f32
-  %r = math.erf %s : f32
+  %r = math.sin %s : f32
   %l = math.log2 %r : f32
   %p = math.exp2 %l : f32
   func.return %p : f32
+}
+
+// erf: both branches computed, one selected. Near 0 the odd polynomial x + x P(x^2);
+// beyond, 1 - exp(Q(|x|)) with |x| clamped to 4 and exp expanded in place, its sign
+// put back with copysign. On f64 erf is left alone (libm's erf).
+// CHECK-LABEL: func.func @erf
+// CHECK-NEXT:    %a = math.absf %x : f32
+// CHECK-NEXT:    %[[S:.*]] = arith.mulf %a, %a : f32
+// CHECK-COUNT-5: math.fma {{.*}}, %[[S]], {{.*}} : f32
+// CHECK-NEXT:    %small = math.fma %{{.*}}, %x, %x : f32
+// CHECK-NEXT:    %[[FOUR:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK-NEXT:    %[[ABOVE:.*]] = arith.cmpf ogt, %a, %[[FOUR]] : f32
+// CHECK-NEXT:    %[[A4:.*]] = arith.select %[[ABOVE]], %[[FOUR]], %a : f32
+// CHECK-COUNT-6: math.fma {{.*}}, %[[A4]], {{.*}} : f32
+// CHECK:         %xc = arith.select
+// CHECK:         %erfc = arith.mulf
+// CHECK-NEXT:    %[[ONE_MINUS:.*]] = arith.subf %{{.*}}, %erfc : f32
+// CHECK-NEXT:    %large = math.copysign %[[ONE_MINUS]], %x : f32
+// CHECK-NEXT:    %[[EDGE:.*]] = arith.constant 9.218750e-01 : f32
+// CHECK-NEXT:    %[[IS_SMALL:.*]] = arith.cmpf olt, %a, %[[EDGE]] : f32
+// CHECK-NEXT:    %y = arith.select %[[IS_SMALL]], %small, %large : f32
+// CHECK-NEXT:    %y64 = math.erf %d : f64
+// CHECK-NEXT:    func.return %y, %y64 : f32, f64
+// CHECK-NOT:     math.exp
+func.func @erf(%x: f32, %d: f64) -> (f32, f64) {
+  %y = math.erf %x : f32
+  %y64 = math.erf %d : f64
+  func.return %y, %y64 : f32, f64
 }

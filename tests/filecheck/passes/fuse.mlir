@@ -316,3 +316,25 @@ func.func @different_rows(%x: tensor<4x8xf32>) -> tensor<f32> {
   %t = tg.reduce_sum %s axes = [0] : tensor<4xf32> -> tensor<f32>
   func.return %t : tensor<f32>
 }
+
+// Exact GELU, 0.5 x (1 + erf(x / sqrt 2)): erf is elementwise and joins the chain.
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK:         tg.fused %x
+// CHECK:           tg.mul
+// CHECK-NEXT:      tg.erf
+// CHECK-NEXT:      tg.add
+// CHECK-NEXT:      tg.mul
+// CHECK-NEXT:      tg.mul
+// CHECK-NEXT:      tg.yield
+// CHECK-NOT:     tg.fused
+func.func @gelu_erf(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %r = tg.constant dense<0.707106769> : tensor<1xf32>
+  %one = tg.constant dense<1.000000e+00> : tensor<1xf32>
+  %half = tg.constant dense<5.000000e-01> : tensor<1xf32>
+  %0 = tg.mul %x, %r : (tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+  %1 = tg.erf %0 : tensor<8xf32> -> tensor<8xf32>
+  %2 = tg.add %1, %one : (tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+  %3 = tg.mul %x, %half : (tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+  %4 = tg.mul %3, %2 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  func.return %4 : tensor<8xf32>
+}
