@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import affine, func
+from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     DenseArrayBase,
@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -238,6 +238,34 @@ def nested_child(loop: affine.ForOp) -> affine.ForOp | None:
     if yielded != list(inner.results):
         return None
     return inner
+
+
+MEMREF_VIEWS = (
+    memref.ReinterpretCastOp,
+    memref.SubviewOp,
+    memref.CastOp,
+    memref.ExpandShapeOp,
+    memref.CollapseShapeOp,
+)
+"""The memref ops whose result is a view of their first operand's buffer."""
+
+
+def root_buffer(value: SSAValue) -> SSAValue:
+    """The buffer a memref value views: follows view ops to an argument, an
+    allocation or a global (``value`` itself when it is no view)."""
+    while isinstance(value, OpResult) and isinstance(value.owner, MEMREF_VIEWS):
+        value = value.owner.operands[0]
+    return value
+
+
+def replace_kernel(kernel: func.FuncOp, saved: func.FuncOp) -> None:
+    """Put ``saved`` (a clone of ``kernel`` taken earlier) back in its place: how a
+    caller undoes the primitives it applied to one kernel."""
+    block = kernel.parent_block()
+    assert block is not None
+    block.insert_op_before(saved, kernel)
+    kernel.detach()
+    kernel.erase()
 
 
 def iv(loop: affine.ForOp) -> SSAValue:

@@ -88,6 +88,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
 from qidao.passes._loops import (
+    MEMREF_VIEWS,
     IllegalScheduleError,
     InvalidArgumentError,
     NonConstantBoundsError,
@@ -97,6 +98,7 @@ from qidao.passes._loops import (
     iv,
     kernel_functions,
     loop_name,
+    root_buffer,
     step_of,
 )
 from qidao.passes.parallel import PARALLEL_ATTR, check_parallel, parallelize
@@ -112,13 +114,6 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIM = {"x": 1024, "y": 1024, "z": 64}
 MAX_GRID_DIM = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 
-_VIEWS = (
-    memref.ReinterpretCastOp,
-    memref.SubviewOp,
-    memref.CastOp,
-    memref.ExpandShapeOp,
-    memref.CollapseShapeOp,
-)
 _ALLOCS = (memref.AllocOp, memref.AllocaOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, vector.StoreOp)
 _READS = (affine.LoadOp, memref.LoadOp, vector.LoadOp)
@@ -199,15 +194,9 @@ def needs_guard(loop: affine.ForOp) -> bool:
 # --- the checks -------------------------------------------------------------------
 
 
-def _root(value: SSAValue) -> SSAValue:
-    while isinstance(value, OpResult) and isinstance(value.owner, _VIEWS):
-        value = value.owner.operands[0]
-    return value
-
-
 def _buffer_key(value: SSAValue, kernel_fn: func.FuncOp) -> SSAValue | str:
     """One key per buffer; kernel arguments without ``llvm.noalias`` share one."""
-    root = _root(value)
+    root = root_buffer(value)
     if isinstance(root, BlockArgument) and root.owner is kernel_fn.body.block:
         attrs = kernel_fn.arg_attrs
         entry = attrs.data[root.index] if attrs is not None else None
@@ -226,7 +215,7 @@ def _memref_of(op: Operation) -> SSAValue:
 
 
 def _allocated_in(value: SSAValue, scope: Operation) -> bool:
-    root = _root(value)
+    root = root_buffer(value)
     return (
         isinstance(root, OpResult)
         and isinstance(root.owner, _ALLOCS)
@@ -363,7 +352,7 @@ class _NestCheck:
                         "the read after the other threads' writes"
                     )
             elif not (
-                isinstance(op, _STRUCTURE + _ALLOCS + _VIEWS)
+                isinstance(op, _STRUCTURE + _ALLOCS + MEMREF_VIEWS)
                 or (is_side_effect_free(op) and not op.regions)
             ):
                 raise self.fail(

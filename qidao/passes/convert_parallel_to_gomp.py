@@ -145,11 +145,12 @@ from xdsl.ir import (
     Block,
     BlockArgument,
     Operation,
-    OpResult,
     Region,
     SSAValue,
 )
 from xdsl.passes import ModulePass
+
+from qidao.passes._loops import root_buffer
 
 PARALLEL_ATTR = "qd.parallel"
 LOOP_ATTR = "qd.loop"
@@ -161,14 +162,6 @@ _EXTERNS: dict[str, llvm.LLVMFunctionType] = {
     "omp_get_num_threads": llvm.LLVMFunctionType([], i32),
     "omp_get_thread_num": llvm.LLVMFunctionType([], i32),
 }
-
-_VIEWS = (
-    memref.ReinterpretCastOp,
-    memref.SubviewOp,
-    memref.CastOp,
-    memref.ExpandShapeOp,
-    memref.CollapseShapeOp,
-)
 
 
 class ParallelLoweringError(Exception):
@@ -212,12 +205,6 @@ def _slot_address(ctx: SSAValue, k: int, slot_type: Attribute) -> llvm.GEPOp:
     else:
         size = 8  # a pointer on the 64-bit hosts qidao targets
     return llvm.GEPOp(ctx, [k * (8 // size)], slot_type)
-
-
-def _root(value: SSAValue) -> SSAValue:
-    while isinstance(value, OpResult) and isinstance(value.owner, _VIEWS):
-        value = value.owner.operands[0]
-    return value
 
 
 def _defined_inside(value: SSAValue, loop: scf.ForOp) -> bool:
@@ -343,7 +330,7 @@ class _Outliner:
         same_buffer = [
             v
             for v in self.slots
-            if isinstance(v.type, MemRefType) and _root(v) is _root(value)
+            if isinstance(v.type, MemRefType) and root_buffer(v) is root_buffer(value)
         ]
         return len(same_buffer) == 1
 

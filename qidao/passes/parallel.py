@@ -99,23 +99,18 @@ from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
 from qidao.passes._loops import (
+    MEMREF_VIEWS,
     IllegalScheduleError,
     find_loop,
     iv,
     loop_name,
+    root_buffer,
     step_of,
 )
 
 PARALLEL_ATTR = "qd.parallel"
 """The unit attribute that marks a loop whose iterations may run on threads."""
 
-_VIEWS = (
-    memref.ReinterpretCastOp,
-    memref.SubviewOp,
-    memref.CastOp,
-    memref.ExpandShapeOp,
-    memref.CollapseShapeOp,
-)
 _ALLOCS = (memref.AllocOp, memref.AllocaOp)
 _STRUCTURE = (
     affine.ForOp,
@@ -302,13 +297,6 @@ class _Access:
     writes: bool
 
 
-def _root(value: SSAValue) -> SSAValue:
-    """The buffer a memref value views: follows view ops to an argument or alloc."""
-    while isinstance(value, OpResult) and isinstance(value.owner, _VIEWS):
-        value = value.owner.operands[0]
-    return value
-
-
 def _is_noalias_argument(value: SSAValue, kernel: func.FuncOp) -> bool:
     if not isinstance(value, BlockArgument) or value.owner is not kernel.body.block:
         return False
@@ -388,7 +376,7 @@ class _Checker:
     def buffer_of(self, value: SSAValue) -> SSAValue | str:
         """The key that groups accesses of one buffer: its root, where arguments
         that may alias each other (no ``llvm.noalias``) share one key."""
-        root = _root(value)
+        root = root_buffer(value)
         in_kernel = isinstance(root, BlockArgument) and root.owner is self.fn.body.block
         if in_kernel and not _is_noalias_argument(root, self.fn):
             return _MAY_ALIAS
@@ -442,7 +430,7 @@ class _Checker:
         return [a for a in found if not self.private(a.memref)]
 
     def understood(self, op: Operation) -> bool:
-        if isinstance(op, _STRUCTURE + _ALLOCS + _VIEWS):
+        if isinstance(op, _STRUCTURE + _ALLOCS + MEMREF_VIEWS):
             return True
         if isinstance(op, memref.DeallocOp):
             return self.private(op.memref)
@@ -450,7 +438,7 @@ class _Checker:
 
     def private(self, value: SSAValue) -> bool:
         """True for a buffer allocated inside the loop (one per iteration)."""
-        root = _root(value)
+        root = root_buffer(value)
         return (
             isinstance(root, OpResult)
             and isinstance(root.owner, _ALLOCS)

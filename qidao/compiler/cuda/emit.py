@@ -150,7 +150,13 @@ from qidao.compiler.cuda.staging import (
     StagingError,
     find_staging,
 )
-from qidao.passes._loops import KERNEL_ATTR, ScheduleError, loop_name
+from qidao.passes._loops import (
+    KERNEL_ATTR,
+    MEMREF_VIEWS,
+    ScheduleError,
+    loop_name,
+    root_buffer,
+)
 from qidao.passes.bind import (
     BLOCK_AXES,
     bound_axis,
@@ -421,13 +427,6 @@ _CASTS = (
     arith.ExtSIOp,
     arith.TruncIOp,
 )
-_VIEWS = (
-    memref.ReinterpretCastOp,
-    memref.SubviewOp,
-    memref.CastOp,
-    memref.ExpandShapeOp,
-    memref.CollapseShapeOp,
-)
 
 
 def _math_name(base: str, t: Attribute) -> str:
@@ -534,7 +533,7 @@ class _Writer:
         for op in block.ops:
             copy = self.copies.get(op) if isinstance(op, affine.ForOp) else None
             if copy is not None:
-                source = _root(copy.source)
+                source = root_buffer(copy.source)
                 if any(source is s.alloca.memref for s in self.staging.values()):
                     self.barrier(pending)  # it copies a buffer staged just before
                 self.staged_copy(copy)
@@ -635,7 +634,7 @@ class _Writer:
             return
         if isinstance(op, memref.DeallocOp):
             return
-        if isinstance(op, _VIEWS):
+        if isinstance(op, MEMREF_VIEWS):
             source = self.pointers.get(op.operands[0])
             view_type = op.results[0].type
             if source is None or not isinstance(view_type, MemRefType):
@@ -960,23 +959,13 @@ def _used(ops: Sequence[Operation]) -> set[SSAValue]:
     return used
 
 
-def _root(value: SSAValue) -> SSAValue:
-    """The memref that ``value`` views (itself when it is no view)."""
-    while isinstance(value.owner, _VIEWS):
-        value = value.owner.operands[0]
-    return value
-
-
 def _written(ops: Sequence[Operation]) -> set[SSAValue]:
     """The roots of the memrefs stored to in ``ops``."""
     roots: set[SSAValue] = set()
     for top in ops:
         for op in top.walk():
             if isinstance(op, affine.StoreOp | memref.StoreOp):
-                value = op.memref
-                while isinstance(value.owner, _VIEWS):
-                    value = value.owner.operands[0]
-                roots.add(value)
+                roots.add(root_buffer(op.memref))
     return roots
 
 
@@ -1187,7 +1176,7 @@ def emit_program(module: ModuleOp) -> CudaProgram:
             data = _global_data(glob)
             buffer_of[op.memref] = len(buffers)
             buffers.append(BufferSpec(f"@{symbol}", "constant", data.nbytes, data=data))
-        elif isinstance(op, _VIEWS):
+        elif isinstance(op, MEMREF_VIEWS):
             buffer_of[op.results[0]] = buffer_of[op.operands[0]]
         elif isinstance(op, func.CallOp):
             callee = op.callee.root_reference.data

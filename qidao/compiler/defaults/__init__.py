@@ -32,10 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import func
-
 from qidao.compiler.schedule import Schedule, ScheduleError
-from qidao.passes._loops import kernel_functions
+from qidao.passes._loops import kernel_functions, replace_kernel
 
 __all__ = ["NotApplicable", "default_schedule", "kind_of"]
 
@@ -102,16 +100,7 @@ def default_schedule(s: Schedule, threads: int) -> dict[str, str]:
         except NotApplicable as reason:
             report[kernel] = f"none: {reason}"
         except ScheduleError as err:
-            _restore(fn, saved)
+            replace_kernel(fn, saved)
             del s.trace[trace_length:]
             report[kernel] = f"none: the {kind} schedule failed ({err})"
     return report
-
-
-def _restore(fn: func.FuncOp, saved: func.FuncOp) -> None:
-    """Put the kernel back as it was before a failed scheduler."""
-    block = fn.parent_block()
-    assert block is not None
-    block.insert_op_before(saved, fn)
-    fn.detach()
-    fn.erase()

@@ -21,11 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xdsl.dialects import func
-
 from qidao.compiler.schedule import Schedule, ScheduleSpec, TraceEntry, parse_trace
 from qidao.compiler.tune.task import Task, kernel_tasks
-from qidao.passes._loops import kernel_functions
+from qidao.passes._loops import kernel_functions, replace_kernel
 
 VERSION = 1
 
@@ -157,7 +155,7 @@ def records_schedule(
         if fallback is not None:
             _apply_fallback(s, fallback)
         for kernel, (_, entries) in chosen.items():
-            _restore(kernel_functions(s.module)[kernel], pristine[kernel])
+            replace_kernel(kernel_functions(s.module)[kernel], pristine[kernel])
             s.trace[:] = [e for e in s.trace if e.kernel != kernel]
             for entry in entries:
                 getattr(s, entry.method)(entry.kernel, *entry.args)
@@ -173,12 +171,3 @@ def _apply_fallback(s: Schedule, fallback: ScheduleSpec) -> None:
         return
     for entry in parse_trace(fallback):
         getattr(s, entry.method)(entry.kernel, *entry.args)
-
-
-def _restore(fn: func.FuncOp, saved: func.FuncOp) -> None:
-    """Put a kernel back as it was (before the fallback scheduled it)."""
-    block = fn.parent_block()
-    assert block is not None
-    block.insert_op_before(saved, fn)
-    fn.detach()
-    fn.erase()

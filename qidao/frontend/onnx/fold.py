@@ -33,7 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from qidao.frontend.builder import Value
 from qidao.frontend.onnx.importer import Array, Importer, Node, converter, folder
-from qidao.frontend.onnx.shape import reshape_target
+from qidao.frontend.onnx.shape import onnx_slice, reshape_target
 
 # ---- operand helpers --------------------------------------------------------------
 
@@ -313,21 +313,6 @@ def _squeeze(node: Node, args: list[Array | None]) -> list[Array]:
     return [np.squeeze(x, tuple(axes))]
 
 
-def _slice_bounds(start: int, end: int, step: int, dim: int) -> slice:
-    """ONNX Slice bounds on one axis: negative values count from the end, then start
-    and end are clamped to [0, dim] (step > 0) or [0, dim-1] / [-1, dim-1] (step < 0),
-    where an end of -1 means "past the first element"."""
-    if start < 0:
-        start += dim
-    if end < 0:
-        end += dim
-    if step > 0:
-        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-    else:
-        start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
-    return slice(start, None if end < 0 else end, step)
-
-
 @folder("Slice")
 def _slice(node: Node, args: list[Array | None]) -> list[Array]:
     """``starts``/``ends``/``axes`` are attributes before opset 10, then inputs #1-#3,
@@ -358,7 +343,7 @@ def _slice(node: Node, args: list[Array | None]) -> list[Array]:
     for axis, start, end, step in zip(
         _normalized_axes(node, axes, x.ndim), starts, ends, steps, strict=True
     ):
-        index[axis] = _slice_bounds(start, end, step, x.shape[axis])
+        index[axis] = onnx_slice(start, end, step, x.shape[axis])
     return [x[tuple(index)]]
 
 
