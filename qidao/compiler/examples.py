@@ -194,6 +194,32 @@ def _small_torch(x: Any) -> Any:
     return x + 1.0
 
 
+ERF_N = 1 << 22
+
+
+def _erf_graph() -> Graph:
+    g = Graph("main")
+    x = g.input("x", (ERF_N,))
+    g.output(g.erf(x))
+    return g
+
+
+def _erf_inputs(rng: np.random.Generator) -> Arrays:
+    return [(3 * rng.standard_normal(ERF_N)).astype(np.float32)]
+
+
+def _erf_reference(x: Any) -> Arrays:
+    import math
+
+    return [np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float32)]
+
+
+def _erf_torch(x: Any) -> Any:
+    import torch
+
+    return torch.erf(x)
+
+
 EXAMPLES: dict[str, Example] = {
     e.name: e
     for e in (
@@ -257,6 +283,15 @@ EXAMPLES: dict[str, Example] = {
             _small_inputs,
             _small_reference,
             _small_torch,
+        ),
+        Example(
+            "erf",
+            "y = erf(x) over 2^22 float32 (expand-math's polynomial)",
+            _erf_graph,
+            _erf_inputs,
+            _erf_reference,
+            _erf_torch,
+            bytes_per_call=2 * 4 * ERF_N,
         ),
         *DENSE_EXAMPLES,
         *MODEL_EXAMPLES,
