@@ -410,3 +410,62 @@ def test_torch_compile_recompiles_for_a_new_shape() -> None:
         for batch in (2, 3):
             x = torch.randn(batch, 16)
             assert_matches(fast(x), model(x))
+
+
+class ConvBN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+    def forward(self, x: Any) -> Any:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def _dynamo_graphs(model: Any) -> tuple[Any, list[Any]]:
+    """torch.compile(model) through the qidao backend, keeping what it returns."""
+    from qidao.frontend.fx_backend import qidao_backend
+
+    graphs: list[Any] = []
+
+    def backend(gm: Any, example_inputs: Any, **options: Any) -> Any:
+        graphs.append(qidao_backend(gm, example_inputs, **options))
+        return graphs[-1]
+
+    return torch.compile(model, backend=backend, dynamic=False), graphs
+
+
+def test_torch_compile_freezes_parameters_and_folds_batch_norm() -> None:
+    from qidao.frontend.fx_backend import FrozenGraph
+
+    model = ConvBN().eval()
+    fast, graphs = _dynamo_graphs(model)
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        assert_matches(fast(x), model(x))
+    (graph,) = graphs
+    assert isinstance(graph, FrozenGraph)
+    assert len(graph.frozen) == 6  # conv weight, bias; bn weight, bias, mean, var
+    tg_text = graph.compiled.ir("tg")
+    signature = next(line for line in tg_text.splitlines() if "func.func @main" in line)
+    assert signature.count("tensor<") == 2  # x in, the result out: no weights
+    assert "tg.batch_norm" not in tg_text  # folded into the convolution
+
+
+def test_torch_compile_recompiles_when_a_weight_changes_in_place() -> None:
+    model = ConvBN().eval()
+    fast, graphs = _dynamo_graphs(model)
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        assert_matches(fast(x), model(x))
+        model.conv.weight.mul_(2.0)
+        with pytest.warns(UserWarning, match="changed since the model was compiled"):
+            got = fast(x)
+        assert_matches(got, model(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # unchanged now: no second recompile
+            assert_matches(fast(x), model(x))
+    assert graphs[0].compilations == 2
