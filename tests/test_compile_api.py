@@ -420,3 +420,56 @@ def test_big_outputs_are_never_shared_with_arrays_the_caller_holds() -> None:
     frozen.flags.writeable = False
     del frozen
     assert compiled(x)[0].flags.writeable  # a read-only array is not handed out again
+
+
+def _breaking_pass_factory(broken: str):  # type: ignore[no-untyped-def]
+    """``make_pass`` whose pass ``broken`` leaves IR that does not verify: the
+    entry function's type drops its results, its return still returns them."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType
+
+    from qidao.compiler import compile as compile_module
+
+    real = compile_module.make_pass
+
+    class Breaking:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+        def apply(self, ctx: object, module: object) -> None:
+            self.inner.apply(ctx, module)  # type: ignore[attr-defined]
+            fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))  # type: ignore[attr-defined]
+            fn.function_type = FunctionType.from_lists(fn.function_type.inputs, [])
+
+    def make(name: str, **options: object) -> object:
+        made = real(name, **options)
+        return Breaking(made) if name == broken else made
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("policy", "named"),
+    [("each", "after pass 'simplify'"), ("stage", "after stage 'tg' (passes: ")],
+)
+def test_verify_policy_names_the_pass_or_the_stage(
+    policy: str, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qidao.compiler import compile as compile_module
+
+    monkeypatch.setattr(compile_module, "make_pass", _breaking_pass_factory("simplify"))
+    with pytest.raises(RuntimeError, match="internal error: IR does not verify") as err:
+        qidao.compile(chain_graph(), verify=policy)
+    assert named in str(err.value)
+
+
+def test_verify_policies_give_the_same_results() -> None:
+    x = np.random.default_rng(0).standard_normal(1 << 10).astype(np.float32)
+    each = qidao.compile(chain_graph(x.size), verify="each")(x)
+    stage = qidao.compile(chain_graph(x.size), verify="stage")(x)
+    np.testing.assert_array_equal(each, stage)
+
+
+def test_unknown_verify_policy_is_rejected() -> None:
+    with pytest.raises(ValueError, match="verify must be one of 'stage', 'each'"):
+        qidao.compile(chain_graph(), verify="never")

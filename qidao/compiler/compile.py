@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
 )
 
 from qidao.compiler.context import make_context, make_pass
-from qidao.compiler.debug import debug_level, emit
+from qidao.compiler.debug import debug_level, emit, verify_policy
 from qidao.compiler.defaults import default_schedule
 from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model, with_weights
@@ -57,6 +57,7 @@ _OPTIONS: dict[str, Any] = {
     "debug": None,
     "schedule": "default",
     "records": None,
+    "verify": None,
 }
 SCHEDULE_STAGE = "schedule"
 """A ``schedule=`` runs in this stage: ``ir("affine")`` shows the loops before it,
@@ -158,7 +159,9 @@ def compile(
     optimized pipeline) or ``"eager"`` (one kernel and one buffer per tg op; see
     ``MODES``). Options: ``fuse`` (default True) runs the fusion pass in graph mode;
     ``opt_level`` (0-3, default 3) is LLVM's; ``debug`` (0-4) prints stages, IR and
-    timings to stderr (see ``qidao.compiler.debug``); ``schedule`` (a function
+    timings to stderr (see ``qidao.compiler.debug``); ``verify`` (``"stage"``, the
+    default, or ``"each"``) verifies the IR at the end of every stage or after every
+    pass and schedule primitive; ``schedule`` (a function
     taking a ``qidao.compiler.schedule.Schedule``, or a trace as Python or pipeline
     text) rewrites the kernels' loops in the ``schedule`` stage, and
     ``stats["schedule"]`` records the applied trace as Python. The default,
@@ -221,6 +224,7 @@ def compile(
         return lazy  # type: ignore[return-value]
     settings = {**_OPTIONS, **options}
     level = debug_level(settings["debug"])
+    verify_policy(settings["verify"])  # a bad value fails before any work
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     module = load_model(model)
@@ -245,6 +249,7 @@ def compile(
         threads=min(threads, cores),
         schedule=schedule,
         applied=applied,
+        verify=settings["verify"],
     )
     start = time.perf_counter()
     llvm_ir = llvm_ir_text(module)
@@ -319,33 +324,39 @@ def lower(
     threads: int = 0,
     schedule: ScheduleSpec | None = None,
     applied: dict[str, Any] | None = None,
+    verify: str | None = None,
 ) -> dict[str, ModuleOp]:
     """Run every IR stage in place; return a snapshot of the module after each.
 
     ``threads`` is the thread count parallel loops start (0: libgomp's default).
     ``schedule`` is applied at the end of ``SCHEDULE_STAGE``; its trace (Python)
-    goes to ``applied["schedule"]``.
+    goes to ``applied["schedule"]``. ``verify`` (``"stage"`` or ``"each"``, see
+    ``qidao.compiler.debug``) says how often the IR is verified.
     """
     check_mode(mode)
+    each = verify_policy(verify) == "each"
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
     if debug >= 2:
         emit("input", str(module))
     for stage in STAGES:
         start = time.perf_counter()
-        for name in stage_passes(stage, mode, fuse):
+        names = stage_passes(stage, mode, fuse)
+        for name in names:
             options = {"threads": threads} if name == "convert-parallel-to-gomp" else {}
             make_pass(name, **options).apply(ctx, module)
-            try:
-                module.verify()
-            except Exception as err:
-                raise RuntimeError(
-                    f"internal error: IR does not verify after pass '{name}': {err}"
-                ) from err
+            if each:
+                _verify(module, f"pass '{name}'")
             if debug >= 3:
                 emit(f"after pass {name}", str(module))
+        if names and not each:
+            _verify(
+                module,
+                f"stage '{stage.name}' (passes: {', '.join(names)}; "
+                "verify='each' names the pass)",
+            )
         if schedule is not None and stage.name == SCHEDULE_STAGE:
-            scheduled = apply_schedule(module, schedule)
+            scheduled = apply_schedule(module, schedule, verify_each=each)
             refuse_gpu_bindings(module)  # the CPU stages would run them serially
             if applied is not None:
                 applied["schedule"] = scheduled.python()
@@ -355,6 +366,15 @@ def lower(
         if debug >= 2 and stage.name != "input":
             emit(f"stage {stage.name}", str(module))
     return snapshots
+
+
+def _verify(module: ModuleOp, after: str) -> None:
+    try:
+        module.verify()
+    except Exception as err:
+        raise RuntimeError(
+            f"internal error: IR does not verify after {after}: {err}"
+        ) from err
 
 
 def entry_function(module: ModuleOp) -> func.FuncOp:

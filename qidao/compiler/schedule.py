@@ -155,9 +155,12 @@ ScheduleSpec = Callable[["Schedule"], object] | str | Sequence[TraceEntry]
 class Schedule:
     """Schedule primitives on the kernels of an affine-level module (in place)."""
 
-    def __init__(self, module: ModuleOp) -> None:
+    def __init__(self, module: ModuleOp, verify_each: bool = True) -> None:
         self.module = module
         self.trace: list[TraceEntry] = []
+        self.verify_each = verify_each
+        """Verify the kernel after every primitive (else the caller verifies once,
+        with ``verify()``, when the whole schedule is applied)."""
         self._ctx = make_context()
 
     @classmethod
@@ -255,13 +258,22 @@ class Schedule:
 
     def _apply(self, entry: TraceEntry) -> None:
         make_entry_pass(entry).apply(self._ctx, self.module)
-        try:  # a primitive rewrites one kernel: verify it, not the whole module
-            kernel_functions(self.module)[entry.kernel].verify()
+        if self.verify_each:  # a primitive rewrites one kernel: verify it alone
+            self._verify(entry.kernel, entry.pass_spec())
+        self.trace.append(entry)
+
+    def verify(self) -> None:
+        """Verify every kernel a primitive of the trace rewrote."""
+        for kernel in dict.fromkeys(entry.kernel for entry in self.trace):
+            self._verify(kernel, f"the schedule of {kernel}")
+
+    def _verify(self, kernel: str, after: str) -> None:
+        try:
+            kernel_functions(self.module)[kernel].verify()
         except Exception as err:
             raise RuntimeError(
-                f"internal error: IR does not verify after {entry.pass_spec()}: {err}"
+                f"internal error: IR does not verify after {after}: {err}"
             ) from err
-        self.trace.append(entry)
 
     # --- the trace --------------------------------------------------------------
 
@@ -274,9 +286,14 @@ class Schedule:
         return ",".join(entry.pass_spec() for entry in self.trace)
 
     @classmethod
-    def replay(cls, module: ModuleOp, trace: str | Sequence[TraceEntry]) -> Schedule:
+    def replay(
+        cls,
+        module: ModuleOp,
+        trace: str | Sequence[TraceEntry],
+        verify_each: bool = True,
+    ) -> Schedule:
         """Apply a trace (entries, Python text or pipeline text) to ``module``."""
-        schedule = cls(module)
+        schedule = cls(module, verify_each)
         for entry in parse_trace(trace):
             if entry.method == "parallel":
                 schedule.parallel(entry.kernel, *map(str, entry.args))
@@ -406,10 +423,16 @@ def _one_option(
     return value
 
 
-def apply_schedule(module: ModuleOp, schedule: ScheduleSpec) -> Schedule:
-    """Apply ``schedule`` (a function of a Schedule, or a trace) to ``module``."""
+def apply_schedule(
+    module: ModuleOp, schedule: ScheduleSpec, verify_each: bool = True
+) -> Schedule:
+    """Apply ``schedule`` (a function of a Schedule, or a trace) to ``module``;
+    verify after every primitive, or (``verify_each=False``) once at the end."""
     if callable(schedule):
-        wrapped = Schedule(module)
+        wrapped = Schedule(module, verify_each)
         schedule(wrapped)
-        return wrapped
-    return Schedule.replay(module, schedule)
+    else:
+        wrapped = Schedule.replay(module, schedule, verify_each)
+    if not verify_each:
+        wrapped.verify()
+    return wrapped
