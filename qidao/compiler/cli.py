@@ -7,6 +7,7 @@
     qidao compile MODEL --target cuda --emit cuda   # CUDA C + launch plan
     qidao run MODEL --inputs in.npz --save out.npz
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
+    qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
     qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
 
@@ -295,6 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     from qidao.compiler.conformance import add_conformance_parser
 
     add_conformance_parser(sub)  # qidao conformance: qidao/compiler/conformance.py
+    from qidao.compiler.bench_cuda import add_bench_cuda_parser
+
+    add_bench_cuda_parser(sub)  # qidao bench-cuda: qidao/compiler/bench_cuda.py
     return parser
 
 

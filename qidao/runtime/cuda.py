@@ -7,17 +7,22 @@ buffers, constants) and the launches in order (``__global__`` function, grid, bl
 the buffers passed, by index). :class:`CudaFunction` checks every input (count,
 type, dtype, shape; non-contiguous arrays are copied), uploads the inputs, runs the
 launches in order on one stream (the end of a launch is the only barrier), and
-downloads the outputs into fresh arrays.
+downloads the outputs into fresh arrays; ``upload``/``launch``/``download`` do the
+three steps one at a time (``qidao bench-cuda`` times ``launch`` alone), and
+``close`` frees the device buffers.
 
 Two devices run a program:
 
 - :class:`PycudaDevice` (``CudaFunction(program)``): compiles the source with
-  ``nvcc --cubin -arch=sm_XY`` for the current GPU, or with NVRTC when ``nvcc`` is
-  not found (``pycuda.compiler.SourceModule``), loads the module and launches with
-  pycuda. **Untested on hardware**: the machines that built qidao have no GPU and
-  no pycuda; it is the few lines of pycuda calls below, and everything around them
-  (argument checks, buffer set-up, launch order, the launch plan) is shared with
-  the emulator and tested there.
+  ``nvcc --cubin -arch=sm_XY`` for the current GPU (nvcc must be on PATH), loads
+  the module into the device's primary context (``pycuda.autoprimaryctx``: the
+  context the CUDA runtime, and so PyTorch, uses too, so their memory and streams
+  mix) and launches with pycuda on the default stream. Device buffers are filled
+  with 0xFF bytes when allocated (a NaN in every float, as in the emulator), so a
+  kernel that leaves an output element unwritten shows. ``cuda_unavailable_reason``
+  says, without raising, why no GPU can be used here; ``event_times`` times GPU
+  work with CUDA events. ``scripts/gpu_check.sh`` runs the tests and the bench on
+  a GPU machine.
 - :class:`EmulatedDevice` (``CudaFunction(program, device="emulate")``): compiles
   the same source as C++20 with ``g++`` and an emulation header, and runs the grid
   on the CPU: the threads of a block are real threads (``std::thread``), with
@@ -37,7 +42,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -121,64 +126,139 @@ class Device(Protocol):
     def upload(self, buffer: Any, array: np.ndarray[Any, Any]) -> None: ...
     def download(self, buffer: Any, array: np.ndarray[Any, Any]) -> None: ...
     def launch(self, launch: Launch, buffers: Sequence[Any]) -> None: ...
+    def synchronize(self) -> None: ...
+    def free(self, buffer: Any) -> None: ...
 
 
 class CudaUnavailableError(RuntimeError):
-    """pycuda or a GPU is missing; the message says which."""
+    """pycuda, the CUDA driver, a GPU or nvcc is missing; the message says which."""
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when pycuda can drive a CUDA GPU here; else why not, in words (pycuda
+    missing, no driver library, the driver failing to start, no device). Creates no
+    context."""
+    try:
+        import pycuda.driver as cuda  # type: ignore[import-not-found]
+    except ImportError as err:
+        if "libcuda" in str(err):
+            return f"no CUDA driver: pycuda cannot load it ({err})"
+        return f"pycuda is not installed (pip install 'qidao[cuda]'): {err}"
+    try:
+        cuda.init()
+        count = cuda.Device.count()
+    except Exception as err:  # pycuda._driver.Error and its subclasses
+        return f"the CUDA driver does not start: {err}"
+    if count == 0:
+        return "the CUDA driver sees no device"
+    return None
+
+
+def _primary_context() -> Any:
+    """The current device's primary context, pushed on this thread once per process
+    (``pycuda.autoprimaryctx``: device ``$CUDA_DEVICE`` or the first that works;
+    popped at exit). Raises CudaUnavailableError saying why when there is none."""
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        raise CudaUnavailableError(reason)
+    try:
+        import pycuda.autoprimaryctx  # type: ignore[import-not-found]
+    except Exception as err:  # no usable device
+        raise CudaUnavailableError(f"no usable CUDA GPU: {err}") from err
+    return pycuda.autoprimaryctx.context
 
 
 class PycudaDevice:
-    """The current CUDA GPU through pycuda (untested on hardware; see the module doc)."""
+    """The current CUDA GPU through pycuda, in its primary context (see the module
+    doc)."""
 
     def __init__(self) -> None:
-        try:
-            import pycuda.autoinit  # type: ignore[import-not-found]  # noqa: F401
-            import pycuda.driver as cuda  # type: ignore[import-not-found]
-        except ImportError as err:
-            raise CudaUnavailableError(
-                f"target='cuda' needs pycuda (pip install 'qidao[cuda]'): {err}"
-            ) from err
-        except Exception as err:  # pycuda.autoinit: no driver or no GPU
-            raise CudaUnavailableError(f"no usable CUDA GPU: {err}") from err
+        self._context = _primary_context()
+        import pycuda.driver as cuda
+
         self._cuda = cuda
         self._functions: dict[str, Any] = {}
         self._module: Any = None
 
-    def load(self, program: CudaProgram) -> None:
+    @property
+    def arch(self) -> str:
+        """``sm_XY`` of the current device (``sm_90`` on an H100 or H200)."""
         major, minor = self._cuda.Context.get_device().compute_capability()
-        arch = f"sm_{major}{minor}"
-        if shutil.which("nvcc"):
-            cubin = compile_with_nvcc(program.source, arch, "cubin")
-            self._module = self._cuda.module_from_buffer(cubin)
-        else:
-            from pycuda.compiler import SourceModule  # type: ignore[import-not-found]
+        return f"sm_{major}{minor}"
 
-            self._module = SourceModule(
-                program.source, arch=arch, no_extern_c=True, options=["-std=c++17"]
-            )
+    def load(self, program: CudaProgram) -> None:
+        cubin = compile_with_nvcc(program.source, self.arch, "cubin")
+        self._module = self._cuda.module_from_buffer(cubin)
         for launch in program.launches:
-            self._functions[launch.function] = self._module.get_function(
-                launch.function
-            )
+            function = self._module.get_function(launch.function)
+            # every parameter is a pointer ("P"): launches pack plain integers
+            function.prepare("P" * len(launch.params))
+            self._functions[launch.function] = function
 
     def alloc(self, nbytes: int) -> Any:
-        return self._cuda.mem_alloc(max(nbytes, 1))
+        buffer = self._cuda.mem_alloc(max(nbytes, 1))
+        self._cuda.memset_d8(int(buffer), 0xFF, max(nbytes, 1))
+        return buffer
 
     def upload(self, buffer: Any, array: np.ndarray[Any, Any]) -> None:
-        self._cuda.memcpy_htod(buffer, array)
+        if array.nbytes:
+            self._cuda.memcpy_htod(buffer, np.ascontiguousarray(array))
 
     def download(self, buffer: Any, array: np.ndarray[Any, Any]) -> None:
-        self._cuda.memcpy_dtoh(array, buffer)
+        if array.nbytes:
+            self._cuda.memcpy_dtoh(array, buffer)
 
     def launch(self, launch: Launch, buffers: Sequence[Any]) -> None:
-        self._functions[launch.function](*buffers, grid=launch.grid, block=launch.block)
+        grid = tuple(int(d) for d in launch.grid)
+        block = tuple(int(d) for d in launch.block)
+        self._functions[launch.function].prepared_call(
+            grid, block, *[int(b) for b in buffers]
+        )
+
+    def synchronize(self) -> None:
+        """Wait for every launch so far; raises the first asynchronous error
+        (an illegal address, say) as a pycuda error."""
+        self._cuda.Context.synchronize()
+
+    def free(self, buffer: Any) -> None:
+        buffer.free()
+
+
+def event_times(
+    run: Callable[[], object], min_time: float = 0.3, max_runs: int = 200
+) -> list[float]:
+    """Seconds per call of ``run`` (GPU work on the default stream), each between
+    two CUDA events: 3 warm-up calls, one timed alone to size the run, then
+    ``min_time`` seconds' worth of calls (at least 10, at most ``max_runs``)."""
+    import pycuda.driver as cuda
+
+    for _ in range(3):
+        run()
+    cuda.Context.synchronize()
+    start, end = cuda.Event(), cuda.Event()
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    one = max(end.time_since(start) * 1e-3, 1e-6)
+    runs = max(10, min(max_runs, int(min_time / one)))
+    pairs = [(cuda.Event(), cuda.Event()) for _ in range(runs)]
+    for s, e in pairs:
+        s.record()
+        run()
+        e.record()
+    pairs[-1][1].synchronize()
+    return [e.time_since(s) * 1e-3 for s, e in pairs]
 
 
 def compile_with_nvcc(source: str, arch: str, kind: str = "cubin") -> bytes:
     """``nvcc --<kind> -arch=<arch>`` on ``source``; ``kind`` is cubin or ptx."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        raise CudaUnavailableError("nvcc is not on PATH")
+        raise CudaUnavailableError(
+            "nvcc is not on PATH: target='cuda' compiles its CUDA C with nvcc "
+            "(the CUDA toolkit's bin folder)"
+        )
     with tempfile.TemporaryDirectory(prefix="qidao-cuda-") as tmp:
         src = Path(tmp) / "kernels.cu"
         out = Path(tmp) / f"kernels.{kind}"
@@ -272,6 +352,12 @@ class EmulatedDevice:
         dims = (ctypes.c_uint * 6)(*launch.grid, *launch.block)
         getattr(self._lib, f"qd_launch_{launch.function}")(pointers, dims)
 
+    def synchronize(self) -> None:
+        """Launches run to the end before they return: nothing to wait for."""
+
+    def free(self, buffer: Any) -> None:
+        """NumPy owns the memory."""
+
 
 def _emulation_wrappers(program: CudaProgram) -> str:
     lines: list[str] = []
@@ -324,7 +410,21 @@ class CudaFunction:
         self._buffers = [device.alloc(b.nbytes) for b in program.buffers]
         for spec, buffer in zip(program.buffers, self._buffers, strict=True):
             if spec.kind == "constant" and spec.data is not None:
-                device.upload(buffer, spec.data)
+                device.upload(buffer, np.ascontiguousarray(spec.data))
+        by_kind = [(b.kind, b.index) for b in program.buffers]
+        self._inputs = {
+            i: self._buffers[by_kind.index(("input", i))]
+            for i in range(len(program.inputs))
+        }
+        self._outputs = {
+            j: self._buffers[by_kind.index(("output", j))]
+            for j in range(len(program.outputs))
+        }
+        self._plan = [
+            (launch, [self._buffers[b] for b in launch.buffers])
+            for launch in program.launches
+        ]
+        self._closed = False
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -359,20 +459,37 @@ class CudaFunction:
             checked.append(np.ascontiguousarray(array))
         return checked
 
-    def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
-        inputs = self.check(arrays)
-        by_index = {
-            (b.kind, b.index): buf
-            for b, buf in zip(self.program.buffers, self._buffers, strict=True)
-        }
-        for i, array in enumerate(inputs):
-            self.device.upload(by_index["input", i], array)
-        for launch in self.program.launches:
-            self.device.launch(launch, [self._buffers[b] for b in launch.buffers])
+    def upload(self, *arrays: Any) -> None:
+        """Check the inputs and copy them to the device."""
+        if self._closed:
+            raise RuntimeError("this CudaFunction is closed: its buffers are freed")
+        for i, array in enumerate(self.check(arrays)):
+            self.device.upload(self._inputs[i], array)
+
+    def launch(self) -> None:
+        """Run the launches in order on the inputs last uploaded (asynchronous on a
+        GPU: ``download`` or ``device.synchronize()`` waits)."""
+        for launch, buffers in self._plan:
+            self.device.launch(launch, buffers)
+
+    def download(self) -> list[np.ndarray[Any, Any]]:
+        """The outputs of the last launches, in fresh arrays."""
         outputs = [np.empty(s.shape, s.dtype) for s in self.program.outputs]
         for j, array in enumerate(outputs):
-            self.device.download(by_index["output", j], array)
+            self.device.download(self._outputs[j], array)
         return outputs
+
+    def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
+        self.upload(*arrays)
+        self.launch()
+        return self.download()
+
+    def close(self) -> None:
+        """Free the device buffers now (else when this object is collected)."""
+        for buffer in self._buffers:
+            self.device.free(buffer)
+        self._buffers, self._plan, self._inputs, self._outputs = [], [], {}, {}
+        self._closed = True
 
 
 __all__ = [
@@ -385,4 +502,6 @@ __all__ = [
     "Launch",
     "PycudaDevice",
     "compile_with_nvcc",
+    "cuda_unavailable_reason",
+    "event_times",
 ]

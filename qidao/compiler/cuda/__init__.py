@@ -2,7 +2,7 @@
 
     compiled = qidao.compile(model, target="cuda", schedule=gpu_schedule)
     print(compiled.ir("cuda"))       # the CUDA C and, as comments, the launch plan
-    y, = compiled(x)                 # nvcc/NVRTC + pycuda, on the first call
+    y, = compiled(x)                 # nvcc + pycuda, on the first call
 
 The model goes through the stages up to ``schedule`` as on the CPU
 (``input``, ``tg``, ``affine``, ``schedule``); the schedule binds loops to
