@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # qidao's CUDA path on a real GPU, in one run (about 2 minutes on an H200; at most
 # about 6 with every step at its timeout):
-#   (a) tests/test_cuda.py and tests/test_bench_cuda.py: nvcc, the emulator and the
-#       real-GPU tests (qidao.compile(target="cuda") against NumPy);
+#   (a) tests/test_cuda.py, tests/test_bench_cuda.py and tests/test_cuda_defaults.py:
+#       nvcc, the emulator and the real-GPU tests (qidao.compile(target="cuda")
+#       against NumPy, the hand-written and the default GPU schedules);
 #   (b) qidao bench-cuda: every GPU workload, qidao's CUDA C against PyTorch eager,
-#       CUDA-event medians, checked against NumPy first.
+#       CUDA-event medians, checked against NumPy first; the default schedules at
+#       the big sizes first (matmul 1024/2048, softmax 4096, chain 2^24).
 # Writes $OUT/pytest.log, $OUT/bench.log and $OUT/gpu_bench.csv (OUT defaults to
 # /tmp/out). Wheels in .whl/ (xdsl, pycuda and what they need, for Python 3.12:
 # scripts/gpu_wheels.sh makes them) are installed into /tmp/site first.
@@ -67,9 +69,9 @@ except Exception as err:  # noqa: BLE001
     print("torch:", err)
 EOF
 
-echo "== (a) pytest tests/test_cuda.py tests/test_bench_cuda.py"
+echo "== (a) pytest tests/test_cuda.py tests/test_bench_cuda.py tests/test_cuda_defaults.py"
 timeout -k 10 180 "$PY" -m pytest tests/test_cuda.py tests/test_bench_cuda.py \
-    -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/pytest.log"
+    tests/test_cuda_defaults.py -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/pytest.log"
 rc_a=${PIPESTATUS[0]}
 
 echo "== (b) qidao bench-cuda"

@@ -467,3 +467,18 @@ def test_torch_indexing_ops_compile_without_fallback() -> None:
         compiled = qidao.compile(model, example_inputs=(x, y), strict=True)
     for got, want in zip(compiled(x, y), model(x, y), strict=True):
         np.testing.assert_array_equal(np.asarray(got), want.numpy())
+
+
+@pytest.mark.parametrize("mode", ["graph", "eager"])
+def test_concat_of_a_view_of_a_splat_constant(mode: str) -> None:
+    # a broadcast (and its transpose) of a one-element constant is a splat on the
+    # host; tg.concat takes no splats, so it is materialized in the view's shape
+    x = rand(3, 4)
+    g = Graph("main")
+    xv = g.input("x", (3, 4))
+    two = g.constant(np.full((1, 1), 2.0, np.float32))
+    row = g.broadcast(two, (1, 4))
+    block = g.transpose(g.broadcast(two, (4, 2)), (1, 0))
+    g.output(g.concat([xv, row, block], 0))
+    want = np.concatenate([x, np.full((1, 4), 2.0), np.full((2, 4), 2.0)], 0)
+    check(g, [x], [want.astype(np.float32)], mode)

@@ -121,11 +121,13 @@ def test_dtype_refusal_names_the_dtype() -> None:
 
     assert dtype_refusal(model(TensorProto.FLOAT, TensorProto.FLOAT)) == ""
     assert dtype_refusal(model(TensorProto.INT64, TensorProto.FLOAT)) == ""
-    assert dtype_refusal(model(TensorProto.DOUBLE, TensorProto.FLOAT)) == (
-        "dtype: DOUBLE input"
+    assert dtype_refusal(model(TensorProto.DOUBLE, TensorProto.BOOL)) == ""
+    assert dtype_refusal(model(TensorProto.INT32, TensorProto.INT64)) == ""
+    assert dtype_refusal(model(TensorProto.FLOAT16, TensorProto.FLOAT)) == (
+        "dtype: FLOAT16 input"
     )
-    assert dtype_refusal(model(TensorProto.FLOAT, TensorProto.INT64)) == (
-        "dtype: INT64 output"
+    assert dtype_refusal(model(TensorProto.FLOAT, TensorProto.UINT8)) == (
+        "dtype: UINT8 output"
     )
 
 

@@ -80,14 +80,52 @@ def test_batched_matmul_epilogue_with_broadcast_operand() -> None:
     )
 
 
-def test_matmul_lhs_prologue_and_epilogue() -> None:
+def test_matmul_lhs_producer_stays_its_own_kernel() -> None:
+    # no prologues: exp(x * s) is one kernel, the matmul with its epilogue another
     fused = check(
         lambda g, x, s, w, b: [g.tanh(g.exp(x * s) @ w + b)],
         {"x": rand(6, 10), "s": rand(10), "w": rand(10, 8), "b": rand(8)},
         lambda x, s, w, b: [np.tanh(np.exp(x * s) @ w + b)],
+        fused_kernels=2,
+    )
+    affine = fused.ir("affine")
+    assert "tg.mul+tg.exp" in affine and "tg.matmul+tg.add+tg.tanh" in affine
+
+
+def gelu(x: Array) -> Array:
+    from math import erf
+
+    return np.asarray(x * 0.5 * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0))))
+
+
+def test_gelu_epilogue_is_a_dag_in_the_matmul_kernel() -> None:
+    # h = x @ w + b is used twice (h / sqrt 2 and h * ...): the whole GELU joins
+    def build(g: Graph, x: Value, w: Value, b: Value) -> list[Value]:
+        h = x @ w + b
+        return [h * (g.erf(h / float(np.sqrt(2.0))) + 1.0) * 0.5]
+
+    fused = check(
+        build,
+        {"x": rand(6, 10), "w": rand(10, 8), "b": rand(8)},
+        lambda x, w, b: [gelu(x @ w + b)],
         fused_kernels=1,
     )
-    assert "tg.mul+tg.exp+tg.matmul+tg.add+tg.tanh" in fused.ir("affine")
+    assert "tg.matmul+tg.add+tg.div+tg.erf+tg.add+tg.mul+tg.mul" in fused.ir("affine")
+
+
+def test_epilogue_dag_with_two_outside_uses_falls_back_to_the_chain() -> None:
+    # h feeds relu(h) + h inside, but h is also a graph output: the DAG would
+    # leave two values; the chain stops at h (two uses), so the add is separate
+    def build(g: Graph, x: Value, w: Value, b: Value) -> list[Value]:
+        h = x @ w + b
+        return [g.relu(h) + h, h]
+
+    check(
+        build,
+        {"x": rand(4, 6), "w": rand(6, 5), "b": rand(5)},
+        lambda x, w, b: [relu(x @ w + b) + (x @ w + b), x @ w + b],
+        fused_kernels=2,  # matmul + bias; relu + add
+    )
 
 
 def test_matmul_used_twice_keeps_its_result() -> None:

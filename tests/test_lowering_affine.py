@@ -20,6 +20,7 @@ from qidao.passes.convert_tg_to_affine import ConvertTgToAffinePass, TgLoweringE
 
 T = "tensor<2x3xf32>"
 NCHW = "tensor<1x2x5x5xf32>"
+B = "tensor<2x3xi1>"
 
 # op -> (graph arguments, body, result, loop names of each kernel in order)
 CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
@@ -51,6 +52,56 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
             "tg.relu",
         )
     },
+    "tg.abs": (f"%a: {T}", f"%r = tg.abs %a : {T} -> {T}", f"%r : {T}", [["i0", "i1"]]),
+    "tg.pow": (
+        f"%a: {T}, %b: {T}",
+        f"%r = tg.pow %a, %b : ({T}, {T}) -> {T}",
+        f"%r : {T}",
+        [["i0", "i1"]],
+    ),
+    **{
+        name: (
+            f"%a: {T}, %b: tensor<3xf32>",
+            f"%r = {name} %a, %b : ({T}, tensor<3xf32>) -> {B}",
+            f"%r : {B}",
+            [["i0", "i1"]],
+        )
+        for name in (
+            "tg.less",
+            "tg.less_equal",
+            "tg.greater",
+            "tg.greater_equal",
+            "tg.equal",
+            "tg.not_equal",
+        )
+    },
+    **{
+        name: (
+            f"%a: {B}, %b: {B}",
+            f"%r = {name} %a, %b : ({B}, {B}) -> {B}",
+            f"%r : {B}",
+            [["i0", "i1"]],
+        )
+        for name in ("tg.logical_and", "tg.logical_or", "tg.logical_xor")
+    },
+    "tg.logical_not": (
+        f"%a: {B}",
+        f"%r = tg.logical_not %a : {B} -> {B}",
+        f"%r : {B}",
+        [["i0", "i1"]],
+    ),
+    "tg.select": (
+        f"%c: {B}, %a: {T}, %b: tensor<f32>",
+        f"%r = tg.select %c, %a, %b : ({B}, {T}, tensor<f32>) -> {T}",
+        f"%r : {T}",
+        [["i0", "i1"]],
+    ),
+    "tg.cast": (
+        f"%a: {T}",
+        "%r = tg.cast %a : tensor<2x3xf32> -> tensor<2x3xi64>",
+        "%r : tensor<2x3xi64>",
+        [["i0", "i1"]],
+    ),
     "tg.matmul": (
         "%a: tensor<5x2x3xf32>, %b: tensor<3x4xf32>",
         "%r = tg.matmul %a, %b : (tensor<5x2x3xf32>, tensor<3x4xf32>) -> tensor<5x2x4xf32>",
@@ -206,7 +257,15 @@ ALLOWED_IN_KERNELS = (
     arith.MaximumfOp,
     arith.MinimumfOp,
     arith.NegfOp,
+    arith.CmpfOp,
+    arith.AndIOp,
+    arith.OrIOp,
+    arith.XOrIOp,
+    arith.SelectOp,
+    arith.FPToSIOp,
     arith.ConstantOp,
+    math.AbsFOp,
+    math.PowFOp,
     math.ExpOp,
     math.LogOp,
     math.SqrtOp,

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import qidao
 from qidao.compiler.cli import main
@@ -206,6 +207,68 @@ def test_unknown_domain_names_op_and_node() -> None:
 
 def test_unknown_domain_imported_but_unused_is_fine() -> None:
     import_onnx(relu_model([("", 17), ("com.example", 3)]))
+
+
+# ---- opsets older than 11: converted as they load ------------------------------------
+
+
+def old_slice_pad_model() -> Any:
+    """Opset 9: Slice and Pad with their attributes (inputs from opsets 10 / 11)."""
+    return make_model(
+        [
+            helper.make_node(
+                "Slice", ["x"], ["s"], starts=[1, 0], ends=[3, 4], name="slice"
+            ),
+            helper.make_node("Pad", ["s"], ["y"], pads=[0, 1, 2, 0], value=1.5),
+        ],
+        {"x": [4, 5]},
+        {"y": [4, 5]},
+        opsets=[("", 9)],
+    )
+
+
+def test_old_opset_is_converted_to_11(tmp_path: Path) -> None:
+    model = old_slice_pad_model()
+    original = model.SerializeToString()
+    x = rand(4, 5)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = qidao.compile(model)(x)
+    np.testing.assert_array_equal(got, want)
+    assert model.SerializeToString() == original  # the caller's model is unchanged
+    path = tmp_path / "old.onnx"
+    onnx.save(model, path)
+    (from_file,) = qidao.compile(str(path))(x)
+    np.testing.assert_array_equal(from_file, want)
+
+
+def test_old_opset_with_an_op_onnx_does_not_define() -> None:
+    model = make_model(
+        [helper.make_node("Frobnicate", ["x"], ["y"], name="f")],
+        {"x": [3]},
+        {"y": [3]},
+        opsets=[("", 9)],
+    )
+    with pytest.raises(UnsupportedOpsError, match="Frobnicate: f"):
+        import_onnx(model)
+
+
+def test_old_opset_the_converter_cannot_convert(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fail(model: Any, target: int) -> Any:
+        raise RuntimeError("adapter_lookup: No Adapter From Version $5 for Tile")
+
+    monkeypatch.setattr(onnx.version_converter, "convert_version", fail)
+    newest = onnx.defs.onnx_opset_version()
+    with pytest.raises(
+        OnnxImportError,
+        match=r"the model imports opset 9 of the default ONNX domain; qidao reads "
+        rf"opsets 11 to {newest}, and onnx\.version_converter\.convert_version"
+        r"\(model, 11\) cannot convert it \(RuntimeError: adapter_lookup: No "
+        r"Adapter From Version \$5 for Tile\): export the model at opset 11 or newer",
+    ):
+        import_onnx(old_slice_pad_model())
+    import_onnx(relu_model([("", 11)]))  # opset 11 is not converted
 
 
 def test_ir_version_newer_than_onnx_knows() -> None:

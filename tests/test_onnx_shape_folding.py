@@ -25,7 +25,6 @@ Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(0)
 INT_MAX = np.iinfo(np.int64).max
 INT_MIN = np.iinfo(np.int64).min
-TRUE = np.array(True)
 
 
 def rand(*shape: int) -> Array:
@@ -94,6 +93,8 @@ def node(op_type: str, inputs: list[str], **attrs: Any) -> Any:
 
 ints_a = i64(7, -7, 9, -9, 0, 12)
 ints_b = i64(2, 2, -4, -4, 3, 5)
+BOOLS_A = np.array([True, True, False, False])
+BOOLS_B = np.array([True, False, True, False])
 
 FOLD_CASES: list[tuple[str, Any, dict[str, Array], int]] = [
     ("Add-int", node("Add", ["a", "b"]), {"a": ints_a, "b": ints_b}, 17),
@@ -123,6 +124,30 @@ FOLD_CASES: list[tuple[str, Any, dict[str, Array], int]] = [
     ("Equal", node("Equal", ["a", "b"]), {"a": i64(1, 2, 3), "b": i64(1, 0, 3)}, 17),
     ("Less", node("Less", ["a", "b"]), {"a": i64(1, 2, 3), "b": i64(2)}, 17),
     ("Greater", node("Greater", ["a", "b"]), {"a": rand(4), "b": rand(4)}, 17),
+    (
+        "LessOrEqual",
+        node("LessOrEqual", ["a", "b"]),
+        {"a": i64(1, 2, 3), "b": i64(2)},
+        17,
+    ),
+    (
+        "GreaterOrEqual",
+        node("GreaterOrEqual", ["a", "b"]),
+        {"a": rand(4), "b": rand(1)},
+        17,
+    ),
+    ("And", node("And", ["a", "b"]), {"a": BOOLS_A, "b": BOOLS_B}, 17),
+    ("Or", node("Or", ["a", "b"]), {"a": BOOLS_A, "b": BOOLS_B}, 17),
+    ("Xor", node("Xor", ["a", "b"]), {"a": BOOLS_A, "b": BOOLS_B}, 17),
+    ("Mod-int", node("Mod", ["a", "b"]), {"a": ints_a, "b": ints_b}, 17),
+    (
+        "Mod-int-fmod",
+        node("Mod", ["a", "b"], fmod=1),
+        {"a": ints_a, "b": ints_b},
+        17,
+    ),
+    ("Pow-int", node("Pow", ["a", "b"]), {"a": ints_a, "b": i64(2)}, 17),
+    ("Sign", node("Sign", ["x"]), {"x": ints_a}, 17),
     ("Neg-int", node("Neg", ["x"]), {"x": ints_a}, 17),
     ("Abs", node("Abs", ["x"]), {"x": ints_a}, 17),
     ("Exp", node("Exp", ["x"]), {"x": rand(4)}, 17),
@@ -521,7 +546,7 @@ def test_constant_only_ops_are_supported_and_listed() -> None:
     ("op", "extra"),
     [
         (helper.make_node("ReduceProd", ["x"], ["y"], name="g"), {}),
-        (helper.make_node("Where", ["c", "x", "x"], ["y"], name="g"), {"c": TRUE}),
+        (helper.make_node("ReduceProd", ["x"], ["y"], name="g", axes=[0]), {}),
     ],
 )
 def test_constant_only_op_on_runtime_tensor_is_an_error(

@@ -114,3 +114,87 @@ def test_a_path_specializes_too(tmp_path: Any) -> None:
     assert isinstance(compiled, Specialized)
     (y,) = compiled(np.ones((2, 3, 4), np.float32), np.array([1]))
     np.testing.assert_array_equal(y, np.full((2, 4), 3, np.float32))
+
+
+# ---- integer inputs: runtime tensors unless the import needs their values -----------
+
+
+def test_an_integer_input_that_feeds_arithmetic_stays_a_runtime_input() -> None:
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["n", "n"], ["sq"]),
+            helper.make_node("Cast", ["sq"], ["f"], to=TensorProto.FLOAT),
+            helper.make_node("Add", ["x", "f"], ["y"]),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("n", TensorProto.INT64, [3]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    compiled = qidao.compile(model)
+    assert isinstance(compiled, Compiled)  # ahead of time: nothing to bind
+    assert [s.dtype for s in compiled.inputs] == ["float32", "int64"]
+    x = np.array([0.5, 1.0, 2.0], np.float32)
+    for n in ([1, 2, 3], [-4, 0, 5]):
+        (y,) = compiled(x, np.array(n, np.int64))
+        np.testing.assert_array_equal(y, x + np.square(n).astype(np.float32))
+
+
+def _reshape_by_computed_shape() -> Any:
+    """``y = reshape(x, shape + 0) * k``: ``shape`` reaches a shape position
+    through arithmetic, ``k`` only feeds arithmetic."""
+    return _model(
+        [
+            helper.make_node("Add", ["shape", "zero"], ["target"]),
+            helper.make_node("Reshape", ["x", "target"], ["r"]),
+            helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["r", "kf"], ["y"]),
+        ],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("zero", TensorProto.INT64, [1]),
+            helper.make_tensor_value_info("k", TensorProto.INT32, []),
+        ],
+    )
+
+
+def test_an_input_that_reaches_a_shape_position_is_bound_the_rest_is_not() -> None:
+    compiled = qidao.compile(_reshape_by_computed_shape())
+    assert isinstance(compiled, Specialized)
+    assert compiled.bound == ["shape", "zero"]  # the inputs of the needed value
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    zero = np.array([0], np.int64)
+    for shape, k in (((3, 4), 2), ((3, 4), -1), ((4, 3), 2)):
+        (y,) = compiled(x, np.array(shape, np.int64), zero, np.array(k, np.int32))
+        np.testing.assert_array_equal(y, x.reshape(shape) * k)
+    assert compiled.compiles == 2  # k is a runtime input: no recompile for it
+    assert [s.name for s in compiled.inputs] == ["x", "k"]
+
+
+def test_needed_inputs_walks_up_the_producers() -> None:
+    model = _reshape_by_computed_shape()
+    assert specialize.needed_inputs(model, ["target"]) == ["shape", "zero"]
+    assert specialize.needed_inputs(model, ["kf"]) == ["k"]
+    assert specialize.needed_inputs(model, ["x"]) == ["x"]
+
+
+def test_a_bool_training_mode_input_is_bound() -> None:
+    model = _model(
+        [helper.make_node("Dropout", ["x", "r", "t"], ["y"])],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("t", TensorProto.BOOL, []),
+        ],
+    )
+    compiled = qidao.compile(model)
+    assert isinstance(compiled, Specialized) and compiled.bound == ["t"]
+    x = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
+    (y,) = compiled(x, np.array(0.7, np.float32), np.array(False))
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(ArgumentError, match=r"'t' .* bool tensor, got an array of int"):
+        compiled(x, np.array(0.7, np.float32), np.array(1))

@@ -7,7 +7,12 @@
 The workloads are ``qidao/compiler/cuda/workloads.py``'s: a graph, its GPU schedule,
 inputs and a NumPy reference (the small ones ``tests/test_cuda.py`` checks, then
 matmul 1024 and 2048, the five-op chain over 2^20..2^24 floats, softmax
-4096 x 1024). Each gets two rows:
+4096 x 1024). The ``*_default`` workloads compile the same graphs with
+``schedule="default"`` (``qidao/compiler/cuda/defaults.py``: the register-tiled
+matmul, a thread per row, blocks of 256 threads) beside the hand-written
+schedules; with no workload named they run first (``matmul1024_default``,
+``matmul2048_default``, ``softmax4096_default``, ``chain24_default``), then the
+other big sizes, then the small ones. Each gets two rows:
 
 - ``qidao``: compiled with ``target="cuda"`` (nvcc for the device's ``sm_XY``,
   pycuda), timed on inputs already on the device: one call is the program's
@@ -523,7 +528,8 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
         return 0
     from qidao.compiler.cuda.workloads import LARGE_WORKLOADS
 
-    # the big sizes first: the numbers that matter are in before a timeout
+    # the default schedules at the big sizes first, then the hand-written ones:
+    # the numbers that matter are in before a timeout
     default = [
         *LARGE_WORKLOADS,
         *(w for w in BENCH_WORKLOADS if w not in LARGE_WORKLOADS),

@@ -6,10 +6,10 @@ more sets of input and expected output arrays. Its outcome is one of:
 - ``pass``: it compiled on the CPU and every output matches the expected one (same
   shape, values within the case's ``rtol``/``atol``, NaN where NaN is expected);
 - ``unsupported``: qidao refuses it up front with its clear error: an op type it
-  does not implement (``op: Foo``), a graph input or output that is not a float32
-  tensor (``dtype: ...``: int32/int64 inputs are bound by specialization, so they
-  count only when the outputs are float32), or any other ``OnnxImportError`` (a
-  constant-only op given a runtime tensor, an attribute not supported yet, ...);
+  does not implement (``op: Foo``), a graph input or output that is not a tensor
+  of a dtype tg has (``dtype: ...``: float32, float64, int32, int64 and bool are
+  taken), or any other ``OnnxImportError`` (a constant-only op given a runtime
+  tensor, an attribute not supported yet, ...);
 - ``fail``: a bug: wrong numbers or shapes, an importer result that contradicts
   ONNX shape inference, or any other exception while compiling or running.
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto
+from onnx import numpy_helper
 
-from qidao.compiler.specialize import BOUND_TYPES
+from qidao.frontend.onnx.load import DTYPES
 
 PASS, FAIL, UNSUPPORTED = "pass", "fail", "unsupported"
 STATUSES = (PASS, FAIL, UNSUPPORTED)
@@ -92,7 +92,8 @@ def _run(case: Any) -> tuple[str, str]:
             compiled = qidao.compile(case.model)
             for inputs, expected in case.data_sets:
                 with np.errstate(all="ignore"):  # rank-0 inputs come as NumPy scalars
-                    got = compiled(*(np.asarray(a) for a in inputs))
+                    got = compiled(*(_array(a) for a in inputs))
+                expected = [_array(e) for e in expected]
                 mismatch = compare(got, expected, case.rtol, case.atol)
                 if mismatch:
                     return FAIL, mismatch
@@ -101,21 +102,26 @@ def _run(case: Any) -> tuple[str, str]:
     return PASS, ""
 
 
+def _array(value: Any) -> Any:
+    """A case's input or expected output as an array (some cases store
+    ``TensorProto``s)."""
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
 def dtype_refusal(model: Any) -> str:
     """Why the model's graph inputs or outputs are out of reach (not tensors, or of
-    a dtype other than float32 and the bound integer types), or ""."""
+    a dtype tg does not have), or ""."""
     initializers = {t.name for t in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in initializers]
-    for kind, infos, allowed in (
-        ("input", inputs, {TensorProto.FLOAT, *BOUND_TYPES}),
-        ("output", model.graph.output, {TensorProto.FLOAT}),
-    ):
+    for kind, infos in (("input", inputs), ("output", model.graph.output)):
         for info in infos:
             if not info.type.HasField("tensor_type"):
                 what = info.type.WhichOneof("value") or "untyped"
                 return f"dtype: {what} {kind} (only tensors)"
             elem_type = info.type.tensor_type.elem_type
-            if elem_type not in allowed:
+            if elem_type not in DTYPES:
                 name = onnx.TensorProto.DataType.Name(elem_type)
                 return f"dtype: {name} {kind}"
     return ""

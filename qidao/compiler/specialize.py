@@ -2,19 +2,32 @@
 
 Many ONNX models pass a ``Reshape`` shape, reduce ``axes``, ``Pad`` pads or ``Tile``
 repeats as graph inputs, and some leave input dimensions dynamic. tg has static
-shapes and float-only compute, so such a model cannot be compiled once for all
-calls. ``qidao.compile`` then returns a :class:`Specialized` callable instead, which
-compiles at the first call, the way a JIT specializes:
+shapes, so such a model cannot be compiled once for all calls. ``qidao.compile``
+then returns a :class:`Specialized` callable instead, which compiles at the first
+call, the way a JIT specializes:
 
-- every integer graph input (int32/int64: shapes, axes, pads, indices) is *bound*:
-  its value becomes a constant of the imported graph (``import_onnx(constants=...)``)
-  and folds at import like an initializer;
-- every float32 input with a dynamic dimension takes the shape of the array given.
+- an integer or bool graph input whose *value* the import needs (an int32/int64
+  input that reaches a shape, axes, pads or indices position, directly or through
+  folded arithmetic; a bool ``training_mode``) is *bound*: its value becomes a
+  constant of the imported graph (``import_onnx(constants=...)``) and folds at
+  import like an initializer. The importer says which values it needs: a
+  ``ConstantRequiredError`` names the tensors, and the graph inputs they are
+  computed from are bound (``needed_inputs``). An integer input that only feeds
+  arithmetic stays a runtime input, like a float one;
+- every input with a dynamic dimension takes the shape of the array given.
+
+Which inputs to bind is found by importing with none bound, for a model with an
+integer or bool input (``BOUND_TYPES``) or a dynamic one: at ``qidao.compile`` when
+every shape is static (a model that then imports needs no specialization and
+compiles ahead of time), else at the first call; a later import that needs more
+binds more. When that first import fails for another reason, every integer input
+is bound (the conservative choice: their values fold). A float input is never
+bound (it is data); a model with float inputs only is imported once, ahead of
+time, as before.
 
 The compiled program is cached under the bound values and the input shapes; a call
 with other values or shapes compiles again (at most ``MAX_ENTRIES`` are kept, least
-recently used first out). A model that needs none of this compiles ahead of time as
-before.
+recently used first out).
 
 ```python
 compiled = qidao.compile(reshape_model)   # inputs: x float32 [2, 6], shape int64 [2]
@@ -28,7 +41,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +49,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from qidao.frontend.errors import ConstantRequiredError, FrontendError
 from qidao.runtime.errors import ArgumentError
 
 if TYPE_CHECKING:
@@ -45,8 +59,10 @@ if TYPE_CHECKING:
 MAX_ENTRIES = 8
 """Compiled specializations kept per model; the least recently used one goes first."""
 
-BOUND_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64})
-"""ONNX element types of the graph inputs whose values a specialization binds."""
+BOUND_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL})
+"""ONNX element types of the graph inputs whose values a specialization may bind."""
+
+_INTEGER_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64})
 
 
 def onnx_proto(model: Any) -> onnx.ModelProto | None:
@@ -71,25 +87,82 @@ def runtime_inputs(proto: onnx.ModelProto) -> list[Any]:
     return [i for i in proto.graph.input if i.name not in initializers]
 
 
+def _elem_type(graph_input: Any) -> int:
+    return int(graph_input.type.tensor_type.elem_type)
+
+
+def bindable_inputs(proto: onnx.ModelProto) -> list[str]:
+    """The runtime graph inputs whose values a specialization may bind: integer and
+    bool tensors (a float one is data: binding it would fold the whole model)."""
+    return [
+        str(i.name)
+        for i in runtime_inputs(proto)
+        if i.type.HasField("tensor_type") and _elem_type(i) in BOUND_TYPES
+    ]
+
+
+def has_dynamic_inputs(proto: onnx.ModelProto) -> bool:
+    """Whether a tensor graph input has a dynamic dimension."""
+    return any(
+        i.type.HasField("tensor_type") and not _is_static(i)
+        for i in runtime_inputs(proto)
+    )
+
+
+def needed_inputs(proto: onnx.ModelProto, names: Sequence[str]) -> list[str]:
+    """The graph inputs that the tensors ``names`` are computed from, in input
+    order (a walk up the producers of the main graph)."""
+    producer = {str(out): node for node in proto.graph.node for out in node.output}
+    seen: set[str] = set()
+    stack = [str(n) for n in names]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = producer.get(name)
+        if node is not None:
+            stack.extend(str(i) for i in node.input if i)
+    return [str(i.name) for i in runtime_inputs(proto) if str(i.name) in seen]
+
+
+def inputs_to_bind(
+    proto: onnx.ModelProto,
+    bound: Sequence[str],
+    attempt: Callable[[list[str]], object],
+) -> list[str]:
+    """``bound`` grown until ``attempt(bound)`` (an import) needs no other value:
+    each ``ConstantRequiredError`` binds the bindable inputs its tensors come from.
+    The error is raised again when there is nothing left to bind."""
+    bound = list(bound)
+    bindable = bindable_inputs(proto)
+    while True:
+        try:
+            attempt(bound)
+            return bound
+        except ConstantRequiredError as e:
+            more = [
+                n
+                for n in needed_inputs(proto, e.names)
+                if n in bindable and n not in bound
+            ]
+            if not more:
+                raise
+            bound += more
+
+
 def needs_specialization(proto: onnx.ModelProto) -> bool:
-    """Whether a graph input is an integer tensor or has a dynamic dimension."""
-    for graph_input in runtime_inputs(proto):
-        t = graph_input.type.tensor_type
-        if not graph_input.type.HasField("tensor_type"):
-            return False  # sequences, maps, optionals: the importer refuses them
-        if t.elem_type in BOUND_TYPES:
-            return True
-        if t.elem_type == TensorProto.FLOAT and not _is_static(graph_input):
-            return True
-    return False
+    """Whether a graph input is an integer or bool tensor (its value may be needed)
+    or has a dynamic dimension."""
+    return bool(bindable_inputs(proto)) or has_dynamic_inputs(proto)
 
 
 def specialized(
     model: Any, compile_module: Callable[[Any], Compiled]
 ) -> Specialized | None:
-    """A :class:`Specialized` callable for an ONNX ``model`` that needs one (see
-    ``needs_specialization``), else None. ``compile_module`` compiles an imported tg
-    module with the caller's target and options."""
+    """A :class:`Specialized` callable for an ONNX ``model`` that needs one, else
+    None. ``compile_module`` compiles an imported tg module with the caller's target
+    and options."""
     proto = onnx_proto(model)
     if proto is None or not needs_specialization(proto):
         return None
@@ -97,7 +170,25 @@ def specialized(
         from qidao.frontend.onnx.load import load_model
 
         proto = load_model(model)
-    return Specialized(proto, compile_module)
+    if has_dynamic_inputs(proto):
+        return Specialized(proto, compile_module)  # what to bind: at the first call
+    from qidao.frontend.onnx import import_onnx
+
+    bindable = bindable_inputs(proto)
+    try:
+        import_onnx(proto)  # every input at run time
+    except ConstantRequiredError as e:
+        needed = [n for n in needed_inputs(proto, e.names) if n in bindable]
+        # nothing to bind: compiling reports the error
+        return Specialized(proto, compile_module, needed) if needed else None
+    except FrontendError:  # the conservative choice: bind every integer input
+        integers = [
+            str(i.name)
+            for i in runtime_inputs(proto)
+            if i.type.HasField("tensor_type") and _elem_type(i) in _INTEGER_TYPES
+        ]
+        return Specialized(proto, compile_module, integers) if integers else None
+    return None  # compiled ahead of time
 
 
 class Specialized:
@@ -109,17 +200,17 @@ class Specialized:
     """
 
     def __init__(
-        self, proto: onnx.ModelProto, compile_module: Callable[[Any], Compiled]
+        self,
+        proto: onnx.ModelProto,
+        compile_module: Callable[[Any], Compiled],
+        bound: Sequence[str] = (),
     ) -> None:
         self.proto = proto
         self._compile_module = compile_module
         self.graph_inputs = runtime_inputs(proto)
         self.names = [str(i.name) for i in self.graph_inputs]
-        self.bound = [
-            str(i.name)
-            for i in self.graph_inputs
-            if i.type.tensor_type.elem_type in BOUND_TYPES
-        ]
+        self.bound = list(bound)
+        """The inputs whose values are bound (more may join at a compile)."""
         self.cache: OrderedDict[Hashable, Compiled] = OrderedDict()
         self.compiles = 0
         self._latest: Compiled | None = None
@@ -130,30 +221,36 @@ class Specialized:
                 f"the model takes {len(self.names)} input(s) ({', '.join(self.names)}), "
                 f"got {len(arrays)}"
             )
-        values = [self._array(i, a) for i, a in enumerate(arrays)]
-        key = self._key(values)
+        key = self._key([self._array(i, a) for i, a in enumerate(arrays)])
         compiled = self.cache.get(key)
         if compiled is None:
-            compiled = self._compile(values)
+            compiled = self._compile(arrays)
+            key = self._key([self._array(i, a) for i, a in enumerate(arrays)])
             self.cache[key] = compiled
             if len(self.cache) > MAX_ENTRIES:
                 self.cache.popitem(last=False)
         self.cache.move_to_end(key)
         self._latest = compiled
         runtime = [
-            v for n, v in zip(self.names, values, strict=True) if n not in self.bound
+            v for n, v in zip(self.names, arrays, strict=True) if n not in self.bound
         ]
         return compiled(*runtime)
 
     def _array(self, index: int, value: Any) -> np.ndarray[Any, Any]:
         """Input #index as an array; a bound input converts to its declared dtype."""
-        name = self.names[index]
-        if name not in self.bound:
+        if self.names[index] not in self.bound:
             return value  # type: ignore[no-any-return]  # the compiled call checks it
+        return self._constant(index, value)
+
+    def _constant(self, index: int, value: Any) -> np.ndarray[Any, Any]:
+        """Input #index converted to its declared dtype (a bool input takes bools,
+        an integer one integers)."""
+        name = self.names[index]
         elem_type = self.graph_inputs[index].type.tensor_type.elem_type
-        dtype = helper.tensor_dtype_to_np_dtype(elem_type)
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
         array = np.asarray(value)
-        if not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
+        kinds = "b" if dtype.kind == "b" else "iu"
+        if not (array.dtype.kind in kinds or array.size == 0):
             raise ArgumentError(
                 f"input '{name}' (#{index}) is a {np.dtype(dtype).name} tensor, got "
                 f"an array of {array.dtype}"
@@ -170,20 +267,33 @@ class Specialized:
                 parts.append(shape)
         return tuple(parts)
 
-    def _compile(self, values: list[Any]) -> Compiled:
+    def _compile(self, arrays: Sequence[Any]) -> Compiled:
+        """Import with the bound inputs' values (binding more if the import needs
+        them; then the cache, keyed without them, starts over) and compile."""
         from qidao.frontend.onnx import import_onnx
 
-        constants = {
-            n: v for n, v in zip(self.names, values, strict=True) if n in self.bound
-        }
-        shapes = {
-            str(i.name): tuple(np.shape(v))
-            for i, v in zip(self.graph_inputs, values, strict=True)
-            if str(i.name) not in self.bound and not _is_static(i)
-        }
-        module = import_onnx(self.proto, input_shapes=shapes, constants=constants)
+        imported: list[Any] = []
+
+        def attempt(bound: list[str]) -> None:
+            values = dict(zip(self.names, arrays, strict=True))
+            constants = {
+                n: self._constant(self.names.index(n), values[n]) for n in bound
+            }
+            shapes = {
+                str(i.name): tuple(np.shape(values[str(i.name)]))
+                for i in self.graph_inputs
+                if str(i.name) not in bound and not _is_static(i)
+            }
+            imported[:] = [
+                import_onnx(self.proto, input_shapes=shapes, constants=constants)
+            ]
+
+        bound = inputs_to_bind(self.proto, self.bound, attempt)
+        if bound != self.bound:
+            self.bound = bound
+            self.cache.clear()
         self.compiles += 1
-        return self._compile_module(module)
+        return self._compile_module(imported[0])
 
     @property
     def latest(self) -> Compiled:

@@ -333,6 +333,64 @@ class Graph:
     def relu(self, x: Value) -> Value:
         return self._emit("relu", lambda: tg.ReluOp(x.ssa), x)
 
+    def abs(self, x: Value) -> Value:
+        return self._emit("abs", lambda: tg.AbsOp(x.ssa), x)
+
+    def pow(self, base: TensorLike, exponent: TensorLike) -> Value:
+        """``base ** exponent`` on floats (NumPy ``power``)."""
+        return self._binary(tg.PowOp, "pow", base, exponent)
+
+    # ---- comparisons, logic, select, cast ----------------------------------------
+
+    def less(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        """``lhs < rhs``, a bool tensor (so are the other comparisons)."""
+        return self._binary(tg.LessOp, "less", lhs, rhs)
+
+    def less_equal(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.LessEqualOp, "less_equal", lhs, rhs)
+
+    def greater(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.GreaterOp, "greater", lhs, rhs)
+
+    def greater_equal(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.GreaterEqualOp, "greater_equal", lhs, rhs)
+
+    def equal(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.EqualOp, "equal", lhs, rhs)
+
+    def not_equal(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.NotEqualOp, "not_equal", lhs, rhs)
+
+    def logical_and(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.LogicalAndOp, "logical_and", lhs, rhs)
+
+    def logical_or(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.LogicalOrOp, "logical_or", lhs, rhs)
+
+    def logical_xor(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.LogicalXorOp, "logical_xor", lhs, rhs)
+
+    def logical_not(self, x: Value) -> Value:
+        return self._emit("logical_not", lambda: tg.LogicalNotOp(x.ssa), x)
+
+    def where(
+        self, condition: Value | npt.NDArray[Any], x: TensorLike, y: TensorLike
+    ) -> Value:
+        """``np.where(condition, x, y)``: a bool ``condition``; ``x`` and ``y`` of one
+        dtype (a Python scalar takes the other's); all three broadcast."""
+        c = self._tensor(condition, None)
+        a, b = self._operands(x, y)
+        return self._emit("where", lambda: tg.SelectOp(c.ssa, a.ssa, b.ssa), c, a, b)
+
+    def cast(self, x: Value, dtype: str) -> Value:
+        """``x.astype(dtype)`` (``tg.cast``'s rules: float to int truncates, NaN and
+        out-of-range values have no defined result)."""
+        try:
+            element_type = element_type_of(dtype)
+        except ValueError as e:
+            raise GraphError(f"cast: {e}") from None
+        return self._emit("cast", lambda: tg.CastOp(x.ssa, element_type), x)
+
     # ---- contractions -----------------------------------------------------------
 
     def matmul(
@@ -513,13 +571,16 @@ class Graph:
         strides: IntOrPair | None = None,
         padding: IntOrPair = 0,
         count_include_pad: bool = False,
+        dilation: IntOrPair = 1,
     ) -> Value:
         """Mean over NCHW windows; ``strides`` defaults to the kernel size."""
         k = _pair(kernel, "kernel")
         s = k if strides is None else _pair(strides, "strides")
-        p = _padding(padding)
+        p, d = _padding(padding), _pair(dilation, "dilation")
         return self._emit(
-            "avg_pool2d", lambda: tg.AvgPool2dOp(x.ssa, k, s, p, count_include_pad), x
+            "avg_pool2d",
+            lambda: tg.AvgPool2dOp(x.ssa, k, s, p, count_include_pad, dilation=d),
+            x,
         )
 
     def batch_norm(
@@ -569,7 +630,7 @@ class Graph:
             return self._own(value, "operand")
         if isinstance(value, bool | int | float):
             dtype = "float32" if like is None else like.dtype
-            return self.constant(np.array(value, dtype=dtype))
+            return self.constant(np.array(value, dtype=dtype), dtype=dtype)
         return self.constant(np.asarray(value))
 
     def _operands(self, lhs: TensorLike, rhs: TensorLike) -> tuple[Value, Value]:

@@ -8,6 +8,9 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
   input shape, unsupported dtype or attribute, ...).
 - ``UnsupportedOpsError``: the ONNX model uses op types qidao does not implement; one
   error lists all of them with the nodes that use them, before any work is done.
+- ``ConstantRequiredError``: a node needs, at compile time, the value of a tensor
+  that is computed at run time (a ``Reshape`` shape, reduce ``axes``, ``Gather``
+  indices); ``qidao.compiler.specialize`` binds the graph inputs it comes from.
 - ``WeightsError``: a weights file cannot be read (missing, truncated, a dtype qidao
   does not support), or its tensors do not fit the model (a name the model lacks, a
   shape or dtype that differs).
@@ -43,6 +46,15 @@ class UnsupportedOpsError(OnnxImportError):
         super().__init__(
             f"the model uses {len(ops)} unsupported op type(s):\n" + "\n".join(lines)
         )
+
+
+class ConstantRequiredError(OnnxImportError):
+    """A node needs the value of runtime tensors at compile time; ``names`` are
+    those ONNX tensors (the node's inputs that must be constants)."""
+
+    def __init__(self, message: str, names: list[str]) -> None:
+        super().__init__(message)
+        self.names = tuple(names)
 
 
 class WeightsError(FrontendError):

@@ -23,12 +23,15 @@ from math import prod
 
 from xdsl.dialects import cf, llvm, memref
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
     MemRefType,
     ShapedType,
+    TensorType,
     i1,
+    i8,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -50,6 +53,28 @@ def _memref_type(value: SSAValue) -> MemRefType[Attribute]:
     if not isinstance(t, MemRefType):
         raise LoweringError(f"convert-to-llvm: expected a memref, got {t}")
     return t
+
+
+def memory_type(element: Attribute) -> Attribute:
+    """The type of an element in memory: ``i8`` for ``i1`` (NumPy's one-byte bool),
+    the element type otherwise."""
+    return i8 if element == i1 else element
+
+
+def load_element(fl: FunctionLowering, ptr: SSAValue, element: Attribute) -> SSAValue:
+    """The element at ``ptr``; a bool is its byte compared with 0."""
+    if element != i1:
+        return fl.emit_value(llvm.LoadOp(ptr, element))
+    byte = fl.emit_value(llvm.LoadOp(ptr, i8))
+    ne = [f.value for f in llvm.ICmpPredicateFlag].index("ne")
+    return fl.emit_value(llvm.ICmpOp(byte, fl.const(0, i8), IntegerAttr(ne, 64)))
+
+
+def store_element(fl: FunctionLowering, value: SSAValue, ptr: SSAValue) -> None:
+    """Store ``value`` at ``ptr``; a bool as the byte 0 or 1."""
+    if value.type == i1:
+        value = fl.emit_value(llvm.ZExtOp(value, i8))
+    fl.emit(llvm.StoreOp(value, ptr))
 
 
 def element_address(
@@ -83,7 +108,7 @@ def element_address(
     gep = llvm.GEPOp(
         base,
         [llvm.GEP_USE_SSA_VAL],
-        t.element_type,
+        memory_type(t.element_type),
         ssa_indices=[linear],
         inbounds=True,
     )
@@ -104,7 +129,7 @@ def _load(op: Operation, fl: FunctionLowering) -> None:
     t = _memref_type(op.memref)
     indices = [fl.get(i) for i in op.indices]
     ptr = element_address(fl, t, fl.get(op.memref), indices)
-    fl.bind(op.res, fl.emit_value(llvm.LoadOp(ptr, t.element_type)))
+    fl.bind(op.res, load_element(fl, ptr, t.element_type))
 
 
 def _store(op: Operation, fl: FunctionLowering) -> None:
@@ -112,7 +137,7 @@ def _store(op: Operation, fl: FunctionLowering) -> None:
     t = _memref_type(op.memref)
     indices = [fl.get(i) for i in op.indices]
     ptr = element_address(fl, t, fl.get(op.memref), indices)
-    fl.emit(llvm.StoreOp(fl.get(op.value), ptr))
+    store_element(fl, fl.get(op.value), ptr)
 
 
 def _alloc(op: Operation, fl: FunctionLowering) -> None:
@@ -140,7 +165,7 @@ def _alloca(op: Operation, fl: FunctionLowering) -> None:
     assert isinstance(op, memref.AllocaOp)
     t = _memref_type(op.memref)
     count = llvm.ConstantOp(IntegerAttr(max(1, footprint(t)), i64), i64)
-    alloca = llvm.AllocaOp(count, t.element_type, alignment=ALIGNMENT)
+    alloca = llvm.AllocaOp(count, memory_type(t.element_type), alignment=ALIGNMENT)
     # llvmlite types an alloca's pointer by its element (float*) and then refuses
     # vector stores through it; a no-op bitcast makes it an opaque ptr like every
     # other memref pointer.
@@ -239,10 +264,10 @@ def _copy_loop(
         if k != 0:  # the outermost index is already below its extent
             index = fl.emit_value(llvm.SRemOp(index, fl.const(dim)))
         indices.append(index)
-    value = fl.emit_value(
-        llvm.LoadOp(element_address(fl, src_t, src, indices), src_t.element_type)
+    value = load_element(
+        fl, element_address(fl, src_t, src, indices), src_t.element_type
     )
-    fl.emit(llvm.StoreOp(value, element_address(fl, dst_t, dst, indices)))
+    store_element(fl, value, element_address(fl, dst_t, dst, indices))
     next_i = fl.emit_value(llvm.AddOp(i, fl.const(1), overflow=NSW))
     fl.emit(llvm.BrOp(header, next_i))
 
@@ -263,12 +288,21 @@ def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
             f"convert-to-llvm: memref.global @{op.sym_name.data} has no initial value"
         )
     private = op.sym_visibility.data == "private"
+    value: Attribute = op.initial_value
+    element = memory_type(t.element_type)
+    if footprint(t) == 0:  # an empty tensor: one unused element, zero
+        zero = BytesAttr(bytes(element_bytes(element)))
+        value = DenseIntOrFPElementsAttr(TensorType(element, [1]), zero)  # type: ignore[type-var, arg-type]  # an int or float element
+    elif t.element_type == i1:  # bytes 0, 1 (xDSL stores a parsed `true` as 0xff)
+        data = [int(b != 0) for b in op.initial_value.data.data]
+        shape = op.initial_value.type.get_shape()
+        value = DenseIntOrFPElementsAttr.from_list(TensorType(i8, shape), data)
     return llvm.GlobalOp(
-        llvm.LLVMArrayType(IntAttr(max(1, footprint(t))), t.element_type),
+        llvm.LLVMArrayType(IntAttr(max(1, footprint(t))), element),
         op.sym_name.data,
         "internal" if private else "external",
         constant=op.constant is not None,
-        value=op.initial_value,
+        value=value,
         alignment=ALIGNMENT,
     )
 

@@ -20,25 +20,9 @@ from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp, NoneAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-ELEMENTWISE_OPS = frozenset(
-    f"tg.{name}"
-    for name in (
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "max",
-        "min",
-        "neg",
-        "exp",
-        "log",
-        "sqrt",
-        "tanh",
-        "erf",
-        "sigmoid",
-        "relu",
-    )
-)
+from qidao.dialects import tg
+
+ELEMENTWISE_OPS = frozenset(op.name for op in tg.ELEMENTWISE_OPS)
 """The tg ops whose kernels read every same-shaped input at the output's index."""
 
 

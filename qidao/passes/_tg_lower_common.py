@@ -25,6 +25,8 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     IndexType,
+    IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     StridedLayoutAttr,
@@ -76,9 +78,10 @@ def element_type(value: SSAValue) -> Attribute:
 
 @dataclass(frozen=True)
 class Scalar:
-    """A splat constant operand, materialized inside the kernel as ``arith.constant``."""
+    """A splat constant operand, materialized inside the kernel as ``arith.constant``
+    (an int for integer and bool element types, 0 or 1 for bool)."""
 
-    value: float
+    value: float | int
     element_type: Attribute
 
 
@@ -218,13 +221,20 @@ class Emitter:
         finally:
             self.block = saved
 
-    def constant(self, value: float, t: Attribute) -> SSAValue:
-        """``arith.constant value : t``, emitted once per kernel at its top."""
-        # Keyed on the bits, not the value: 0.0 == -0.0 (and nan != nan) in Python.
-        key = (struct.pack("<d", value), t)
+    def constant(self, value: float | int, t: Attribute) -> SSAValue:
+        """``arith.constant value : t``, emitted once per kernel at its top (an
+        integer type takes an int: 0 or 1 for i1)."""
+        attr: Attribute
+        if isinstance(t, IntegerType):
+            key: tuple[bytes, Attribute] = (str(int(value)).encode(), t)
+            attr = IntegerAttr(int(value), t)
+        else:
+            # Keyed on the bits, not the value: 0.0 == -0.0 (and nan != nan).
+            key = (struct.pack("<d", value), t)
+            attr = float_attr(float(value), t)
         if key in self._consts:
             return self._consts[key]
-        op = arith.ConstantOp(float_attr(value, t))
+        op = arith.ConstantOp(attr)
         if self._last_const is None:
             first = self.entry.first_op
             if first is None:

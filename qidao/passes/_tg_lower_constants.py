@@ -18,20 +18,25 @@ from qidao.passes._tg_lower_common import Scalar, memref_type
 
 
 def splat_of(value: DenseIntOrFPElementsAttr) -> Scalar | None:
-    """The one value of a float constant whose elements are all bitwise equal (or
-    which has one element), else None."""
+    """The one value of a constant whose elements are all bitwise equal (or which
+    has one element), else None: a float, or an int for integer and bool (0 or 1)
+    element types."""
     t = value.type
     element = t.get_element_type()
-    if not isinstance(element, AnyFloat):
-        return None
     dtype = np.dtype(dtype_name(element))
-    flat = np.frombuffer(value.data.data, dtype=dtype)
+    data = value.data.data
+    if dtype == np.bool_:  # one byte each; xDSL stores a parsed `true` as 0xff
+        flat = np.frombuffer(data, dtype=np.uint8) != 0
+    else:
+        flat = np.frombuffer(data, dtype=dtype)
     if flat.size == 0:
         return None
     bits = flat.view(np.dtype(f"u{dtype.itemsize}"))
     if not bool((bits == bits[0]).all()):
         return None
-    return Scalar(float(flat[0]), element)
+    if isinstance(element, AnyFloat):
+        return Scalar(float(flat[0]), element)
+    return Scalar(int(flat[0]), element)
 
 
 class ConstantPool:

@@ -7,8 +7,10 @@ Broadcast operands read with their size-1 and missing dimensions pinned to 0.
 
 A ``tg.fused`` group of elementwise ops lowers here (``lower_pointwise_group``; the
 matmul, conv2d and row groups in ``_tg_lower_fused.py`` reuse the evaluator for
-their prologues and epilogues). Accepted inside such a body: binary and unary
-elementwise ops, the views ``tg.transpose``, ``tg.broadcast``, ``tg.view``,
+their prologues and epilogues). Accepted inside such a body: every elementwise op
+(``tg.ELEMENTWISE_OPS``: arithmetic, comparisons, logical ops, ``tg.select``,
+``tg.cast``; their scalar code, per element type, is in ``_tg_lower_scalar.py``),
+the views ``tg.transpose``, ``tg.broadcast``, ``tg.view``,
 ``tg.reshape`` and ``tg.contiguous`` (on any value: they only change how loads
 index), and
 ``tg.constant`` (a splat becomes ``arith.constant``; any other constant is read
@@ -18,9 +20,9 @@ raises :class:`TgLoweringError`. All results of one group must share a shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from xdsl.dialects import arith, math, memref
+from xdsl.dialects import memref
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
@@ -39,37 +41,11 @@ from qidao.passes._tg_lower_common import (
     shape,
 )
 from qidao.passes._tg_lower_constants import ConstantPool, splat_of
+from qidao.passes._tg_lower_scalar import BINARY, UNARY, cast, select
 
 Index = tuple[AffineExpr, ...]
 
-_BINARY: dict[type[Operation], Callable[[Emitter, SSAValue, SSAValue], SSAValue]] = {
-    tg.AddOp: Emitter.addf,
-    tg.SubOp: Emitter.subf,
-    tg.MulOp: Emitter.mulf,
-    tg.DivOp: Emitter.divf,
-    tg.MaxOp: Emitter.maxf,
-    tg.MinOp: lambda em, a, b: em.value(arith.MinimumfOp(a, b)),
-}
-
-
-def _sigmoid(em: Emitter, x: SSAValue) -> SSAValue:
-    one = em.constant(1.0, x.type)
-    e = em.value(math.ExpOp(em.value(arith.NegfOp(x))))
-    return em.divf(one, em.addf(one, e))
-
-
-_UNARY: dict[type[Operation], Callable[[Emitter, SSAValue], SSAValue]] = {
-    tg.NegOp: lambda em, x: em.value(arith.NegfOp(x)),
-    tg.ExpOp: lambda em, x: em.value(math.ExpOp(x)),
-    tg.LogOp: lambda em, x: em.value(math.LogOp(x)),
-    tg.SqrtOp: lambda em, x: em.value(math.SqrtOp(x)),
-    tg.TanhOp: lambda em, x: em.value(math.TanhOp(x)),
-    tg.ErfOp: lambda em, x: em.value(math.ErfOp(x)),
-    tg.SigmoidOp: _sigmoid,
-    tg.ReluOp: lambda em, x: em.maxf(x, em.constant(0.0, x.type)),
-}
-
-ELEMENTWISE_OPS: tuple[type[Operation], ...] = (*_BINARY, *_UNARY)
+ELEMENTWISE_OPS: tuple[type[Operation], ...] = tg.ELEMENTWISE_OPS
 """The ops the evaluator computes elementwise (views and constants aside)."""
 
 _VIEWS = (tg.TransposeOp, tg.BroadcastOp, tg.ViewOp, tg.ReshapeOp, tg.ContiguousOp)
@@ -111,12 +87,20 @@ class PointwiseEvaluator:
             return self.em.load(self.sources[value], self.ivs, index)
         op = value.owner
         assert isinstance(op, Operation), f"{value} is not an input of the kernel"
-        if type(op) in _BINARY:
-            lhs = self.at(op.operands[0], broadcast_index(index, shape(op.operands[0])))
-            rhs = self.at(op.operands[1], broadcast_index(index, shape(op.operands[1])))
-            return _BINARY[type(op)](self.em, lhs, rhs)
-        if type(op) in _UNARY:
-            return _UNARY[type(op)](self.em, self.at(op.operands[0], index))
+        if type(op) in BINARY:
+            lhs, rhs = (
+                self.at(v, broadcast_index(index, shape(v))) for v in op.operands
+            )
+            return BINARY[type(op)](self.em, lhs, rhs)
+        if type(op) in UNARY:
+            return UNARY[type(op)](self.em, self.at(op.operands[0], index))
+        if isinstance(op, tg.SelectOp):
+            c, a, b = (
+                self.at(v, broadcast_index(index, shape(v))) for v in op.operands
+            )
+            return select(self.em, c, a, b)
+        if isinstance(op, tg.CastOp):
+            return cast(self.em, self.at(op.input, index), op.target())
         if isinstance(op, tg.TransposeOp):
             perm = ints(op.perm)
             source_index: list[AffineExpr] = list(index)
@@ -183,8 +167,7 @@ def lower_pointwise_group(
     accepted: tuple[type[Operation], ...] = (
         tg.YieldOp,
         tg.ConstantOp,
-        *_BINARY,
-        *_UNARY,
+        *ELEMENTWISE_OPS,
         *_VIEWS,
     )
     for inner in block.ops:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -24,7 +26,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from qidao.dialects import tg
-from qidao.dialects.tg.types import is_row_major, offset_of, strides_of
+from qidao.dialects.tg.types import (
+    dtype_name,
+    is_row_major,
+    offset_of,
+    shape_of,
+    strides_of,
+)
 from qidao.passes._tg_lower_common import (
     Emitter,
     Kernel,
@@ -64,11 +72,11 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.ReduceSumOp: lower_reduce,
     tg.ReshapeOp: lower_copy,
     tg.SoftmaxOp: lower_softmax,
-    **{cls: lower_elementwise for cls in (*tg.BINARY_OPS, *tg.UNARY_OPS)},
+    **{cls: lower_elementwise for cls in tg.ELEMENTWISE_OPS},
 }
 
 # ops whose splat-constant operands become arith.constant inside the kernel
-_FOLDS_SPLATS = (tg.BinaryElementwiseOp, tg.UnaryElementwiseOp, tg.FusedOp)
+_FOLDS_SPLATS = (tg.ElementwiseOp, tg.FusedOp)
 
 _VIEW_OPS = (tg.TransposeOp, tg.ViewOp, tg.BroadcastOp, tg.SliceOp)
 
@@ -90,6 +98,11 @@ def contains_tg(f: func.FuncOp) -> bool:
     return any(isinstance(t, TensorType) for t in signature) or any(
         op.dialect_name() == "tg" for op in f.walk()
     )
+
+
+def _dtype(t: Attribute) -> np.dtype[Any]:
+    assert isinstance(t, TensorType)
+    return np.dtype(dtype_name(t.get_element_type()))
 
 
 @dataclass
@@ -196,8 +209,12 @@ class GraphLowering:
     def lower_view(self, op: Operation) -> None:
         src, result = op.operands[0], op.results[0]
         v = self.values[src]
-        if v.splat is not None:
-            self.values[result] = _Value(splat=v.splat)
+        if v.splat is not None:  # a splat viewed is a splat; kept as a constant of
+            # the view's shape too, for an op that takes no splats (tg.concat)
+            full = tg.ConstantOp.from_numpy(
+                np.full(shape_of(result.type), v.splat.value, _dtype(result.type))
+            )
+            self.values[result] = _Value(splat=v.splat, constant=full.value)
             return
         if src.type == result.type:
             self.values[result] = _Value(memref=self.buffer(src))

@@ -1,6 +1,7 @@
 """Neural-network kernels: pools, softmax and batch normalization.
 
-- ``tg.max_pool2d`` / ``tg.avg_pool2d``: one nest ``n, c, oh, ow, kh, kw``, the window
+- ``tg.max_pool2d`` / ``tg.avg_pool2d``: one nest ``n, c, oh, ow, kh, kw`` reading
+  row ``oh * stride - pad + kh * dilation`` (both pools take a dilation), the window
   loops carrying the running max / sum as iter_args; padded positions are skipped
   with ``affine.if`` (max never sees them; avg divides by ``kh * kw`` with
   ``count_include_pad`` or without padding, else by the number of real elements,

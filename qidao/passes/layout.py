@@ -297,7 +297,9 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
         kernel, strides, padding = old.pool_geometry()
         x = operand(old.input, "data")
         include_pad = old.count_include_pad is not None
-        return tg.AvgPool2dOp(x, kernel, strides, padding, include_pad, NHWC)
+        return tg.AvgPool2dOp(
+            x, kernel, strides, padding, include_pad, NHWC, old.dilations()
+        )
     if isinstance(old, tg.BatchNormOp):
         params = [operand(p, "param") for p in old.operands[1:]]
         scale, bias, mean, var = params

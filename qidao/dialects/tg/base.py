@@ -14,7 +14,13 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
 
-from qidao.dialects.tg.types import fmt_shape, is_float, verify_tensor_type
+from qidao.dialects.tg.types import (
+    fmt_shape,
+    is_float,
+    kind_of,
+    kinds_text,
+    verify_tensor_type,
+)
 
 
 class TgOp(IRDLOperation):
@@ -42,6 +48,18 @@ class TgOp(IRDLOperation):
                 raise VerifyException(
                     f"{self.name} expects float tensors, but operand #{i} is "
                     f"{operand.type}"
+                )
+
+    def expect_kinds(self, kinds: frozenset[str]) -> None:
+        """Every operand has an element type of ``kinds`` (see ``types.py``)."""
+        for i, operand in enumerate(self.operands):
+            t = operand.type
+            if not isinstance(t, TensorType):
+                continue
+            if kind_of(t.get_element_type()) not in kinds:
+                raise VerifyException(
+                    f"{self.name} expects {kinds_text(kinds)} tensors, but operand "
+                    f"#{i} is {t}"
                 )
 
     def expect_same_element_type(self) -> None:

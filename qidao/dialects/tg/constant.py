@@ -44,6 +44,8 @@ class ConstantOp(TgOp):
         t = self.value.type
         dtype = np.dtype(dtype_name(t.get_element_type()))
         flat = np.frombuffer(self.value.data.data, dtype=dtype)
+        if dtype == np.bool_:  # xDSL stores a parsed `true` as the byte 0xff
+            flat = np.frombuffer(self.value.data.data, dtype=np.uint8) != 0
         shape = tuple(t.get_shape())
         if flat.size == 1 and int(np.prod(shape)) != 1:
             return np.full(shape, flat[0], dtype=dtype)

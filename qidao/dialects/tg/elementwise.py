@@ -3,6 +3,15 @@
 Binary ops broadcast their operands under NumPy's rules (trailing dimensions match or
 are 1); the result is a fresh row-major tensor of the broadcast shape. Operands may be
 strided views: the lowering reads them through their layout, never copying first.
+
+Element types: each op class says which kinds of element it takes
+(``OPERAND_KINDS``: float = f32/f64, int = i32/i64, bool = i1; see ``types.py``).
+The arithmetic ``add sub mul div max min neg abs relu`` takes floats and integers;
+integers wrap around on overflow (two's complement, as NumPy's), and ``div`` on
+integers truncates toward zero (C, ONNX). ``exp log sqrt tanh erf sigmoid pow`` take
+floats only. The comparisons, logical ops, ``tg.select`` and ``tg.cast`` live in
+``compare.py`` and ``cast.py``; all of them derive from :class:`ElementwiseOp`, which
+is what the ``fuse`` pass and the lowering look for.
 """
 
 from __future__ import annotations
@@ -17,10 +26,33 @@ from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects.tg.base import TgOp, tensor
 from qidao.dialects.tg.layout import broadcast_shapes
-from qidao.dialects.tg.types import fmt_shape, tensor_type
+from qidao.dialects.tg.types import FLOAT, NUMERIC, fmt_shape, tensor_type
 
 
-class BinaryElementwiseOp(TgOp):
+class ElementwiseOp(TgOp):
+    """Base of every elementwise tg op: ``out[i] = f(a[bcast(i)], ...)``, a fresh
+    row-major result of the operands' broadcast shape."""
+
+    OPERAND_KINDS: ClassVar[frozenset[str]] = FLOAT
+    """The element kinds the (data) operands may have."""
+
+
+def broadcast_result_shape(op: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes``, or a verifier error naming ``op``."""
+    result: tuple[int, ...] | None = ()
+    for s in shapes:
+        result = None if result is None else broadcast_shapes(result, s)
+    if result is None:
+        texts = [fmt_shape(s) for s in shapes]
+        listed = ", ".join(texts[:-1]) + " and " + texts[-1]
+        raise VerifyException(
+            f"{op}: operand shapes {listed} are not broadcastable (NumPy rules: "
+            "trailing dimensions must be equal or 1)"
+        )
+    return tuple(result)
+
+
+class BinaryElementwiseOp(ElementwiseOp):
     """``%r = tg.<op> %lhs, %rhs : (A, B) -> C`` with NumPy broadcasting."""
 
     lhs = operand_def(TensorType)
@@ -31,7 +63,6 @@ class BinaryElementwiseOp(TgOp):
         "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` "
         "`->` type($result)"
     )
-    FLOAT_ONLY: ClassVar[bool] = True
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue) -> None:
         super().__init__(
@@ -39,25 +70,25 @@ class BinaryElementwiseOp(TgOp):
         )
 
     @classmethod
+    def result_element_type(cls, operand: Attribute) -> Attribute:
+        """The result's element type for operands of element type ``operand``."""
+        return operand
+
+    @classmethod
     def infer(cls, lhs: TensorType[Attribute], rhs: TensorType[Attribute]) -> Attribute:
-        shape = broadcast_shapes(lhs.get_shape(), rhs.get_shape())
-        if shape is None:
-            raise VerifyException(
-                f"{cls.name}: operand shapes {fmt_shape(lhs.get_shape())} and "
-                f"{fmt_shape(rhs.get_shape())} are not broadcastable (NumPy rules: "
-                "trailing dimensions must be equal or 1)"
-            )
-        return tensor_type(shape, lhs.get_element_type())
+        shape = broadcast_result_shape(
+            cls.name, [tuple(lhs.get_shape()), tuple(rhs.get_shape())]
+        )
+        return tensor_type(shape, cls.result_element_type(lhs.get_element_type()))
 
     def verify_(self) -> None:
         self.verify_tensors()
         self.expect_same_element_type()
-        if self.FLOAT_ONLY:
-            self.expect_float()
+        self.expect_kinds(self.OPERAND_KINDS)
         self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs)))
 
 
-class UnaryElementwiseOp(TgOp):
+class UnaryElementwiseOp(ElementwiseOp):
     """``%r = tg.<op> %x : A -> B``; B is A's shape, row-major."""
 
     input = operand_def(TensorType)
@@ -74,7 +105,7 @@ class UnaryElementwiseOp(TgOp):
 
     def verify_(self) -> None:
         self.verify_tensors()
-        self.expect_float()
+        self.expect_kinds(self.OPERAND_KINDS)
         self.expect_result_type(self.infer(tensor(self.input)))
 
 
@@ -88,6 +119,7 @@ class AddOp(BinaryElementwiseOp):
     """
 
     name = "tg.add"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 @irdl_op_definition
@@ -100,6 +132,7 @@ class SubOp(BinaryElementwiseOp):
     """
 
     name = "tg.sub"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 @irdl_op_definition
@@ -112,11 +145,15 @@ class MulOp(BinaryElementwiseOp):
     """
 
     name = "tg.mul"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 @irdl_op_definition
 class DivOp(BinaryElementwiseOp):
-    """Elementwise quotient ``lhs / rhs`` (IEEE division) with broadcasting.
+    """Elementwise quotient ``lhs / rhs`` with broadcasting: IEEE division on floats;
+    on integers the quotient truncated toward zero (C, ONNX: ``-7 / 2 = -3``), with
+    two cases defined so that no input traps: ``x / 0 = 0`` (ONNX leaves it
+    undefined) and ``MIN / -1 = MIN`` (wraps around, like ``-MIN``).
 
     ```mlir
     %r = tg.div %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -124,6 +161,7 @@ class DivOp(BinaryElementwiseOp):
     """
 
     name = "tg.div"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 @irdl_op_definition
@@ -136,6 +174,7 @@ class MaxOp(BinaryElementwiseOp):
     """
 
     name = "tg.max"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 @irdl_op_definition
@@ -148,6 +187,21 @@ class MinOp(BinaryElementwiseOp):
     """
 
     name = "tg.min"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class PowOp(BinaryElementwiseOp):
+    """Elementwise ``lhs ** rhs`` with broadcasting, on floats: C's ``pow``, as
+    NumPy's ``power`` on floats (a negative base with a non-integer exponent is NaN,
+    ``x ** 0 = 1`` even for NaN, ``1 ** y = 1``).
+
+    ```mlir
+    %r = tg.pow %x, %y : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "tg.pow"
 
 
 @irdl_op_definition
@@ -160,6 +214,21 @@ class NegOp(UnaryElementwiseOp):
     """
 
     name = "tg.neg"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
+
+
+@irdl_op_definition
+class AbsOp(UnaryElementwiseOp):
+    """Elementwise absolute value (``abs(-0.0) = 0.0``, NaN stays NaN; on integers
+    ``abs(MIN) = MIN``, as NumPy's).
+
+    ```mlir
+    %r = tg.abs %x : tensor<4xi64> -> tensor<4xi64>
+    ```
+    """
+
+    name = "tg.abs"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 @irdl_op_definition
@@ -239,7 +308,7 @@ class SigmoidOp(UnaryElementwiseOp):
 
 @irdl_op_definition
 class ReluOp(UnaryElementwiseOp):
-    """Elementwise ``max(x, 0)``.
+    """Elementwise ``max(x, 0)`` (NaN stays NaN), on floats and integers.
 
     ```mlir
     %r = tg.relu %x : tensor<2x3xf32> -> tensor<2x3xf32>
@@ -247,6 +316,7 @@ class ReluOp(UnaryElementwiseOp):
     """
 
     name = "tg.relu"
+    OPERAND_KINDS: ClassVar[frozenset[str]] = NUMERIC
 
 
 BINARY_OPS: tuple[type[BinaryElementwiseOp], ...] = (
@@ -256,9 +326,11 @@ BINARY_OPS: tuple[type[BinaryElementwiseOp], ...] = (
     DivOp,
     MaxOp,
     MinOp,
+    PowOp,
 )
 UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = (
     NegOp,
+    AbsOp,
     ExpOp,
     LogOp,
     SqrtOp,

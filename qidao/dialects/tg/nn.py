@@ -1,5 +1,9 @@
 """Neural-network ops: softmax, 2-D pooling and inference batch normalization.
 
+1-D and 3-D pools are not ops of their own: a frontend builds them from the 2-D
+ones (``qidao/frontend/onnx/nn.py``: 1-D is a 2-D pool over a unit row, 3-D a 2-D
+pool over (H, W) then one over D, since max and mean windows are separable).
+
 Pools and batch normalization take the optional ``layout`` property of
 ``linalg.py``: omitted is NCHW (channels at dimension 1), ``layout = "NHWC"`` puts
 the channels last.
@@ -110,6 +114,7 @@ class Pool2dOp(TgOp):
         return ints(self.kernel), ints(self.strides), ints(self.padding)
 
     def dilations(self) -> tuple[int, ...]:
+        """The spacing of the window's taps along H and W."""
         return (1, 1)
 
     @classmethod
@@ -140,14 +145,14 @@ class Pool2dOp(TgOp):
             n, c, h, w = shape
         else:
             n, h, w, c = shape
-        if (
-            padding[0] >= kernel[0]
-            or padding[2] >= kernel[0]
-            or (padding[1] >= kernel[1] or padding[3] >= kernel[1])
-        ):
+        # the window's extent d * (k - 1) + 1: more padding than that would make
+        # whole windows of padding (ONNX's ceil_mode adds end padding up to it)
+        extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
+        if any(p >= extent[axis % 2] for axis, p in enumerate(padding)):
             raise VerifyException(
-                f"{op}: padding {fmt_shape(padding)} must be smaller than the kernel "
-                f"{fmt_shape(kernel)}"
+                f"{op}: padding {fmt_shape(padding)} must be smaller than the window "
+                f"{fmt_shape(extent)} (kernel {fmt_shape(kernel)}, dilation "
+                f"{fmt_shape(dilation)})"
             )
         oh = conv_output_size(
             h, kernel[0], strides[0], padding[0] + padding[2], dilation[0]
@@ -237,20 +242,24 @@ class MaxPool2dOp(Pool2dOp):
 class AvgPool2dOp(Pool2dOp):
     """Mean over each ``kernel`` window of NCHW (or NHWC) input.
 
-    Padded positions count in the divisor only with ``count_include_pad``.
+    Padded positions count in the divisor only with ``count_include_pad`` (then the
+    divisor is always ``kh * kw``). ``dilation`` spaces the taps as for
+    ``tg.max_pool2d``; omitted, it is ``[1, 1]``.
 
     ```mlir
     %p = tg.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] count_include_pad : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
     %q = tg.avg_pool2d %xt kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] layout = "NHWC" : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+    %d = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [0, 0, 0, 0] dilation = [2, 2] : tensor<1x4x8x8xf32> -> tensor<1x4x6x6xf32>
     ```
     """
 
     name = "tg.avg_pool2d"
     count_include_pad = opt_prop_def(UnitAttr)
+    dilation = opt_prop_def(DenseArrayBase.constr(I64))
     assembly_format = (
         "$input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding "
-        "(`count_include_pad` $count_include_pad^)? (`layout` `=` $layout^)? "
-        "attr-dict `:` type($input) `->` type($result)"
+        "(`dilation` `=` $dilation^)? (`count_include_pad` $count_include_pad^)? "
+        "(`layout` `=` $layout^)? attr-dict `:` type($input) `->` type($result)"
     )
 
     def __init__(
@@ -261,20 +270,31 @@ class AvgPool2dOp(Pool2dOp):
         padding: Sequence[int] = (0, 0, 0, 0),
         count_include_pad: bool = False,
         layout: str = NCHW,
+        dilation: Sequence[int] = (1, 1),
     ) -> None:
         strides = tuple(kernel) if strides is None else tuple(strides)
         props: dict[str, Attribute] = layout_props(layout, self.name)
         t = self.infer_pool(
-            tensor(input), tuple(kernel), strides, tuple(padding), (1, 1), layout
+            tensor(input),
+            tuple(kernel),
+            strides,
+            tuple(padding),
+            tuple(dilation),
+            layout,
         )
         props |= {
             "kernel": i64_array(kernel),
             "strides": i64_array(strides),
             "padding": i64_array(padding),
         }
+        if tuple(dilation) != (1, 1):
+            props["dilation"] = i64_array(dilation)
         if count_include_pad:
             props["count_include_pad"] = UnitAttr()
         super().__init__(operands=[input], result_types=[t], properties=props)
+
+    def dilations(self) -> tuple[int, ...]:
+        return (1, 1) if self.dilation is None else ints(self.dilation)
 
 
 @irdl_op_definition

@@ -10,8 +10,9 @@ IEEE float32 arithmetic (float64 carries more than 2 * 24 + 2 bits, so the doubl
 rounding is innocuous), i.e. bitwise what the compiled code computes; for ``exp``,
 ``log``, ``tanh``, ``erf`` and the accumulating ops (``matmul``, ``conv2d``, reductions,
 ``softmax``, pools) it is the accurately rounded answer, which a float32 kernel
-approaches within its own rounding error. Integer and bool tensors (constants and
-layout ops only) keep their dtype.
+approaches within its own rounding error. Integer and bool tensors compute in their
+own dtype (integer arithmetic wraps around, as the compiled code's); ``tg.cast``
+converts straight from the operand's dtype (``int64 -> float32`` rounds once).
 
 Layout does not matter here: a tg value's *values* are the same whatever strides its
 type carries, so ``view``/``reshape`` are row-major reshapes, ``transpose`` is
@@ -34,8 +35,23 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qidao.dialects.tg.base import ints
+from qidao.dialects.tg.cast import CastOp
+from qidao.dialects.tg.compare import (
+    EqualOp,
+    GreaterEqualOp,
+    GreaterOp,
+    LessEqualOp,
+    LessOp,
+    LogicalAndOp,
+    LogicalNotOp,
+    LogicalOrOp,
+    LogicalXorOp,
+    NotEqualOp,
+    SelectOp,
+)
 from qidao.dialects.tg.constant import ConstantOp
 from qidao.dialects.tg.elementwise import (
+    AbsOp,
     AddOp,
     DivOp,
     ErfOp,
@@ -45,6 +61,7 @@ from qidao.dialects.tg.elementwise import (
     MinOp,
     MulOp,
     NegOp,
+    PowOp,
     ReluOp,
     SigmoidOp,
     SqrtOp,
@@ -174,23 +191,54 @@ def _erf(x: Array) -> Array:
     return _erf_float64(x)  # type: ignore[no-any-return]
 
 
+def _divide(a: Array, b: Array) -> Array:
+    """IEEE division on floats; on integers ``tg.div``'s: truncation toward zero,
+    ``x / 0 = 0`` and ``MIN / -1 = MIN`` (see ``DivOp``)."""
+    if not np.issubdtype(a.dtype, np.integer):
+        return np.divide(a, b)  # type: ignore[no-any-return]
+    a, b = np.broadcast_arrays(a, b)
+    special = (b == 0) | (b == -1)
+    safe = np.where(special, 1, b).astype(b.dtype)
+    q = np.floor_divide(a, safe)
+    inexact = (q * safe != a) & ((a < 0) != (safe < 0))
+    q = q + inexact.astype(q.dtype)
+    q = np.where(b == -1, np.negative(a), q)
+    return np.where(b == 0, np.zeros_like(q), q)  # type: ignore[no-any-return]
+
+
+def _relu(x: Array) -> Array:
+    return np.maximum(x, np.zeros((), x.dtype))  # type: ignore[no-any-return]
+
+
 _BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
     AddOp: np.add,
     SubOp: np.subtract,
     MulOp: np.multiply,
-    DivOp: np.divide,
+    DivOp: _divide,
     MaxOp: np.maximum,
     MinOp: np.minimum,
+    PowOp: np.power,
+    LessOp: np.less,
+    LessEqualOp: np.less_equal,
+    GreaterOp: np.greater,
+    GreaterEqualOp: np.greater_equal,
+    EqualOp: np.equal,
+    NotEqualOp: np.not_equal,
+    LogicalAndOp: np.logical_and,
+    LogicalOrOp: np.logical_or,
+    LogicalXorOp: np.logical_xor,
 }
 _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
     NegOp: np.negative,
+    AbsOp: np.abs,
+    LogicalNotOp: np.logical_not,
     ExpOp: np.exp,
     LogOp: np.log,
     SqrtOp: np.sqrt,
     TanhOp: np.tanh,
     ErfOp: _erf,
     SigmoidOp: _sigmoid,
-    ReluOp: lambda x: np.maximum(x, 0.0),
+    ReluOp: _relu,
 }
 
 
@@ -200,6 +248,19 @@ def _binary(op: Operation, xs: list[Array]) -> list[Array]:
 
 def _unary(op: Operation, xs: list[Array]) -> list[Array]:
     return [_UNARY[type(op)](xs[0])]
+
+
+def _select(op: Operation, xs: list[Array]) -> list[Array]:
+    return [np.where(xs[0], xs[1], xs[2])]
+
+
+def _cast(op: Operation, xs: list[Array]) -> list[Array]:
+    """``astype`` from the operand's own dtype (not from the float64 that floats
+    compute in: ``int64 -> float32`` must round once)."""
+    assert isinstance(op, CastOp)
+    source = np.dtype(dtype_name(op.input.type.get_element_type()))  # type: ignore[attr-defined]
+    target = np.dtype(dtype_name(op.target()))
+    return [xs[0].astype(source).astype(target)]
 
 
 # ---- constants, layout, contractions -----------------------------------------------
@@ -365,7 +426,7 @@ def _avg_pool2d(op: Operation, xs: list[Array]) -> list[Array]:
     nhwc = is_nhwc(op)
     x = _to_nchw(xs[0]) if nhwc else xs[0]
     oh, ow = _pool_out_hw(op, nhwc)
-    dilation = (1, 1)
+    dilation = op.dilations()
     sums = np.sum(
         _windows(_pad(x, padding, 0.0), kernel, strides, dilation, (oh, ow)),
         axis=(4, 5),
@@ -412,6 +473,8 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     ConstantOp: _constant,
     **{cls: _binary for cls in _BINARY},
     **{cls: _unary for cls in _UNARY},
+    SelectOp: _select,
+    CastOp: _cast,
     TransposeOp: _transpose,
     ViewOp: _reshape,
     ReshapeOp: _reshape,

@@ -133,6 +133,37 @@ def is_float(t: Attribute) -> bool:
     return isinstance(t.get_element_type(), AnyFloat)
 
 
+FLOAT = frozenset({"float"})
+"""Element kinds an op takes: f32 and f64."""
+NUMERIC = frozenset({"float", "int"})
+"""f32, f64, i32 and i64."""
+BOOL = frozenset({"bool"})
+"""i1 (NumPy's bool)."""
+ANY_KIND = frozenset({"float", "int", "bool"})
+"""Every element type tg has."""
+
+_KIND_TEXT = {
+    FLOAT: "float",
+    NUMERIC: "float or integer",
+    BOOL: "bool (i1)",
+    ANY_KIND: "float, integer or bool",
+}
+
+
+def kind_of(element_type: Attribute) -> str:
+    """``"float"`` (f32, f64), ``"bool"`` (i1) or ``"int"`` (i32, i64)."""
+    if isinstance(element_type, AnyFloat):
+        return "float"
+    if isinstance(element_type, IntegerType) and element_type.width.data == 1:
+        return "bool"
+    return "int"
+
+
+def kinds_text(kinds: frozenset[str]) -> str:
+    """How a verifier message names a set of element kinds (``"float or integer"``)."""
+    return _KIND_TEXT.get(kinds, " or ".join(sorted(kinds)))
+
+
 def fmt_shape(shape: Sequence[int]) -> str:
     """PyTorch-style shape text: ``[2, 3]``."""
     return "[" + ", ".join(str(d) for d in shape) + "]"

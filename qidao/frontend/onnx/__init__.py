@@ -20,11 +20,15 @@ The steps, each failing with an ``OnnxImportError`` that says what to change:
    in NumPy by its folder (``@folder("OpType")``, ``fold.py``), with ONNX semantics
    and any dtype, and its outputs stay arrays. That is how shape computations
    (``Shape``, ``Gather``, ``Concat``, ``ConstantOfShape``, int64 arithmetic, ...)
-   are done at import and never reach tg, which has static shapes and float-only
-   compute ops. Otherwise the node's converter builds tg ops. Each result shape (and
-   each folded result's dtype) is checked against ONNX's shape inference.
+   are done at import and never reach tg, which has static shapes (a shape must be
+   known at compile time). Otherwise the node's converter builds tg ops. Each
+   result's shape and dtype is checked against ONNX's shape inference. A converter
+   that needs a computed value as a constant raises ``ConstantRequiredError``
+   naming it (``qidao.compiler.specialize`` then binds the graph inputs it comes
+   from).
 
-Graph inputs and outputs must be float32 with static shapes. A converter registers
+Graph inputs and outputs must have static shapes and one of the dtypes tg has
+(float32, float64, int32, int64, bool: ``load.DTYPES``). A converter registers
 itself with ``@converter("OpType")``; ``SUPPORTED_OPS`` lists every op type with a
 converter or a folder. ``CONSTANT_ONLY_OPS`` are those with a folder but no converter:
 they are supported only when all their inputs are constants so far, and a runtime
@@ -39,7 +43,7 @@ The package:
   access for converters: ``im.input``, ``im.optional_input``, ``im.value``,
   ``im.const``);
 - one module per family of converters: ``elementwise``, ``linalg``, ``shape``,
-  ``reduce``, ``nn``, and ``compose`` (ops built from other tg ops: LeakyRelu,
+  ``reduce``, ``nn``, ``logic`` (comparisons, logical ops, Where, Mod), and ``compose`` (ops built from other tg ops: LeakyRelu,
   Clip, Pow, ReduceL2, Squeeze, Pad, ...);
 - ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
   ``Size`` converters, which read the static shape of any input.
@@ -75,6 +79,7 @@ from qidao.frontend.onnx import (  # noqa: F401
     elementwise,
     fold,
     linalg,
+    logic,
     nn,
     norm,
     reduce,

@@ -1,56 +1,41 @@
 """Converters that are compositions of existing tg ops: no new tg op behind any of them.
 
 Each converter builds the ONNX definition (cited in its docstring, with the opset
-changes that matter) from ``add sub mul div max min neg exp log sqrt tanh sigmoid
-relu``, the reductions, ``reshape``/``broadcast`` and ``pad``. A composition is
-exact (the same IEEE operations as the ONNX reference, so the same rounding, NaN and
-infinities) or, where it says so, within float32 rounding of it; an attribute value
-it cannot compose exactly is refused with a ``node.error`` that says why, never
-approximated.
+changes that matter) from the elementwise ops (arithmetic, ``exp log sqrt tanh
+sigmoid relu abs pow``, comparisons and ``where``, ``cast``), the reductions,
+``reshape``/``broadcast`` and ``pad``. A composition is exact (the same IEEE
+operations as the ONNX reference, so the same rounding, NaN and infinities) or,
+where it says so, within rounding of it; an attribute value it cannot compose
+exactly is refused with a ``node.error`` that says why, never approximated. Float
+compositions work on float32 and float64 alike (scalars take the tensor's dtype).
 
-Two building blocks recur:
+A building block recurs:
 
-- ``_step(d)`` is 1 where ``d > 0`` and 0 where ``d <= 0`` (NaN stays NaN):
-  ``min(max(d * 2^100 * 2^100, 0), 1)``. The smallest positive float32 is 2^-149,
-  so any ``d > 0`` scales to at least 2^51 and clamps to 1; ``d <= 0`` clamps to 0.
-  It is exact under IEEE arithmetic with subnormals (no flush-to-zero); the two
-  multiplications are separate ops, and tg elementwise ops carry no fastmath flags,
-  so nothing reassociates them into ``d * inf``. ``x > a`` is ``_step(x - a)``:
-  with subnormals ``x - a > 0`` exactly when ``x > a``.
 - ``_expm1(x)`` is ``exp(x) - 1`` without the cancellation near 0:
   ``tanh(x / 2) * (exp(x) + 1)``, accurate to a few ulp relative everywhere
   (qidao's ``tanh`` keeps relative accuracy near 0), -1 at -inf, inf at inf.
 
 NaN: the ops built from ``max``/``min``/``relu`` propagate NaN as ONNX's reference
-does, except where a docstring says otherwise (``ThresholdedRelu`` and ``Shrink``
-give NaN for a NaN input; the reference's ``np.where`` gives 0).
+does; those the reference writes with ``np.where`` (``ThresholdedRelu``,
+``Shrink``) use ``where`` too, so a NaN input gives what the reference gives.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import helper
 
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.onnx.importer import Array, Importer, Node, converter
-from qidao.frontend.onnx.reduce import _reduce_axes
-
-_BIG = 2.0**100
-"""Twice applied, scales the smallest positive float32 (2^-149) past 1."""
-
-_FLT_MAX = float(np.finfo(np.float32).max)
+from qidao.frontend.onnx.load import DTYPES
+from qidao.frontend.onnx.reduce import _reduce_axes, reduce_values
 
 
 def _float(node: Node, name: str, default: float) -> float:
     return float(node.attr(name, default))
-
-
-def _step(g: Graph, d: Value) -> Value:
-    """1 where ``d > 0``, 0 where ``d <= 0``, NaN where ``d`` is NaN (see the module
-    docstring)."""
-    return g.minimum(g.relu(d * _BIG * _BIG), 1.0)
 
 
 def _expm1(g: Graph, x: Value) -> Value:
@@ -59,8 +44,8 @@ def _expm1(g: Graph, x: Value) -> Value:
 
 
 def _abs(g: Graph, x: Value) -> Value:
-    """``max(x, -x)``: exact, NaN stays NaN, ``-0`` gives ``+0``."""
-    return g.maximum(x, g.neg(x))
+    """``|x|`` (``tg.abs``): NaN stays NaN, ``-0`` gives ``+0``."""
+    return g.abs(x)
 
 
 # ---- activations ------------------------------------------------------------------
@@ -154,44 +139,21 @@ def _swish(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("ThresholdedRelu")
 def _thresholded_relu(im: Importer, node: Node) -> list[Value | Array]:
-    """``x if x > alpha else 0`` (alpha 1.0) as ``relu(x) * step(x - alpha)`` for
-    ``alpha >= 0``. A NaN input gives NaN (the reference gives 0)."""
+    """``x if x > alpha else 0`` (alpha 1.0), as the reference's ``np.where`` (a
+    NaN input gives 0)."""
     g, x = im.graph, im.input(node, 0)
     alpha = _float(node, "alpha", 1.0)
-    if not alpha >= 0.0:
-        raise node.error(
-            f"alpha={alpha} is not supported: only alpha >= 0 composes exactly "
-            "without a select op"
-        )
-    return [g.relu(x) * _step(g, x - alpha)]
+    return [g.where(g.greater(x, alpha), x, 0.0)]
 
 
 @converter("Shrink")
 def _shrink(im: Importer, node: Node) -> list[Value | Array]:
     """``x + bias if x < -lambd``, ``x - bias if x > lambd``, else 0 (lambd 0.5,
-    bias 0), for ``lambd >= 0``, as
-    ``(relu(x) - bias) * step(x - lambd) + (bias - relu(-x)) * step(-x - lambd)``:
-    at most one step is 1, and the relus keep ``inf * 0`` out of the other term. A
-    NaN input gives NaN (the reference gives 0)."""
+    bias 0), as the reference's ``np.where`` (a NaN input gives 0)."""
     g, x = im.graph, im.input(node, 0)
     lambd, bias = _float(node, "lambd", 0.5), _float(node, "bias", 0.0)
-    if not lambd >= 0.0 or not math.isfinite(lambd) or not math.isfinite(bias):
-        raise node.error(
-            f"lambd={lambd}, bias={bias} is not supported: only a finite lambd >= 0 "
-            "and a finite bias compose exactly without a select op"
-        )
-    neg = g.neg(x)
-    above = (g.relu(x) - bias) * _step(g, x - lambd)
-    below = (bias - g.relu(neg)) * _step(g, neg - lambd)
-    return [above + below]
-
-
-@converter("Sign")
-def _sign(im: Importer, node: Node) -> list[Value | Array]:
-    """-1, 0 or 1 (NaN stays NaN) as ``min(max(x * 2^100 * 2^100, -1), 1)``: any
-    nonzero float32 scales past 1 (see ``_step``)."""
-    g, x = im.graph, im.input(node, 0)
-    return [g.minimum(g.maximum(x * _BIG * _BIG, -1.0), 1.0)]
+    below = g.where(g.less(x, -lambd), x + bias, 0.0)
+    return [g.where(g.greater(x, lambd), x - bias, below)]
 
 
 # ---- arithmetic -------------------------------------------------------------------
@@ -199,7 +161,7 @@ def _sign(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("Abs")
 def _abs_op(im: Importer, node: Node) -> list[Value | Array]:
-    """``|x|`` as ``max(x, -x)`` (constant inputs fold in NumPy instead)."""
+    """``|x|`` (``tg.abs``; constant inputs fold in NumPy instead)."""
     return [_abs(im.graph, im.input(node, 0))]
 
 
@@ -209,42 +171,59 @@ def _reciprocal(im: Importer, node: Node) -> list[Value | Array]:
     return [1.0 / im.input(node, 0)]
 
 
+_FAST_EXPONENTS = (0.0, 0.5, 1.0, 2.0, 3.0, -1.0)
+
+
 @converter("Pow")
 def _pow(im: Importer, node: Node) -> list[Value | Array]:
-    """``x ** y`` (NumPy ``power``) for a constant ``y`` whose elements are all one of
-    0, 0.5, 1, 2, 3 or -1: ``1``, ``sqrt``, ``x``, ``x*x``, ``x*x*x``, ``1/x`` (the
-    last two within float32 rounding; ``sqrt(-inf)`` is NaN, as NumPy's float32
-    ``power(-inf, 0.5)``). tg has no general ``pow``; ``exp(y * log(x))``
-    is wrong for ``x <= 0``, so any other exponent is refused."""
+    """``x ** y`` (the reference's ``np.power(x, y).astype(x.dtype)``; ``y`` may
+    have another dtype than ``x``). A float ``x`` with a constant ``y`` whose
+    elements are all one of 0, 0.5, 1, 2, 3 or -1 is ``1``, ``sqrt``, ``x``,
+    ``x*x``, ``x*x*x``, ``1/x`` (the last two within rounding; ``sqrt(-inf)`` is NaN,
+    as NumPy's ``power(-inf, 0.5)``); any other float case is ``tg.pow`` with ``y``
+    cast to ``x``'s dtype. An integer ``x`` computes in float64 and truncates back
+    (exact while the powers stay below 2^53)."""
     g, x = im.graph, im.input(node, 0)
     name = node.inputs[1] if len(node.inputs) > 1 else ""
     exponent = im.env.get(name) if name else None
-    if exponent is None or isinstance(exponent, Value):
-        raise node.error(
-            "the exponent must be a constant (an initializer, a Constant or a folded "
-            "value): tg has no general pow"
-        )
+    if exponent is None:
+        raise node.error("the exponent input (#1) is missing")
+    if not isinstance(exponent, Value) and x.dtype in ("float32", "float64"):
+        fast = _pow_by_constant(g, x, exponent)
+        if fast is not None:
+            return [fast]
+    y = im.value(name)
+    if x.dtype in ("float32", "float64"):
+        return [g.pow(x, y if y.dtype == x.dtype else g.cast(y, x.dtype))]
+    if x.dtype not in ("int32", "int64"):
+        raise node.error(f"Pow of a {x.dtype} base is not supported")
+    wide = g.pow(
+        g.cast(x, "float64"), y if y.dtype == "float64" else g.cast(y, "float64")
+    )
+    return [g.cast(wide, x.dtype)]
+
+
+def _pow_by_constant(g: Graph, x: Value, exponent: Array) -> Value | Array | None:
+    """``x ** e`` for a constant ``e`` whose elements are all one of
+    ``_FAST_EXPONENTS``, without ``pow``; None for any other ``e``."""
     values = np.unique(np.asarray(exponent, dtype=np.float64))
-    if values.size != 1 or float(values[0]) not in (0.0, 0.5, 1.0, 2.0, 3.0, -1.0):
-        raise node.error(
-            f"exponent {values.tolist()} is not supported: only a constant exponent "
-            "with every element equal to one of 0, 0.5, 1, 2, 3, -1 composes exactly"
-        )
+    if values.size != 1 or float(values[0]) not in _FAST_EXPONENTS:
+        return None
     shape = np.broadcast_shapes(x.shape, np.shape(exponent))
     if shape != x.shape:
         x = g.broadcast(x, shape)
     e = float(values[0])
     if e == 0.0:  # pow(x, 0) is 1, even for NaN
-        return [np.ones(shape, dtype=np.float32)]
+        return np.ones(shape, dtype=x.dtype)
     if e == 0.5:
-        return [g.sqrt(x)]
+        return g.sqrt(x)
     if e == 1.0:
-        return [x]
+        return x
     if e == 2.0:
-        return [x * x]
+        return x * x
     if e == 3.0:
-        return [x * x * x]
-    return [1.0 / x]
+        return x * x * x
+    return 1.0 / x
 
 
 @converter("Clip")
@@ -299,55 +278,59 @@ def _mean(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("Dropout")
 def _dropout(im: Importer, node: Node) -> list[Value | Array]:
-    """Inference: the input unchanged. ``training_mode`` (input #2, opset 12) must be
-    a constant false (or the ratio 0); the ``mask`` output is refused."""
+    """Inference: the input unchanged, and the ``mask`` output (if asked for) all
+    true. ``training_mode`` (input #2, opset 12) must be a constant false (or the
+    ratio 0)."""
     outputs = [str(o) for o in node.proto.output]
-    if len(outputs) > 1 and outputs[1]:
-        raise node.error(
-            "the mask output is not supported (a bool tensor; qidao computes float32)"
-        )
     names = node.inputs
     if node.opset >= 12 and len(names) > 2 and names[2]:
         training = bool(np.any(im.const(node, names[2], "training_mode")))
         ratio = 0.5
-        if len(names) > 1 and names[1]:
+        if training and len(names) > 1 and names[1]:  # inference ignores the ratio
             ratio = float(np.asarray(im.const(node, names[1], "ratio")).reshape(-1)[0])
         if training and ratio != 0.0:
             raise node.error(
                 "training_mode=true is not supported (random dropout); only "
                 "inference, where the output is the input"
             )
-    return [im.input(node, 0)]
+    x = im.input(node, 0)
+    if len(outputs) > 1 and outputs[1]:
+        return [x, np.ones(x.shape, np.bool_)]
+    return [x]
 
 
-def _target_dtype(node: Node, to: int) -> np.dtype[np.generic]:
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(to))
-    except (KeyError, TypeError, ValueError):
+def _cast_value(im: Importer, node: Node, x: Value, target: str) -> Value:
+    """``x.astype(target)`` as ``tg.cast`` (nothing for its own dtype); a dtype tg
+    does not have is refused, named."""
+    if target not in DTYPES.values():
         raise node.error(
-            f"casting to {helper.tensor_dtype_to_string(to)} is not supported"
-        ) from None
+            f"Cast of a runtime {x.dtype} tensor to {target} is not supported (only "
+            f"to {', '.join(DTYPES.values())})"
+        )
+    return x if x.dtype == target else im.graph.cast(x, target)
 
 
 @converter("Cast")
 def _cast(im: Importer, node: Node) -> list[Value | Array]:
-    """A runtime tensor: only float32 to float32, the identity (constant inputs
-    fold in NumPy instead)."""
+    """A runtime tensor, as NumPy's ``astype`` (``tg.cast``: float to integer
+    truncates; NaN and out-of-range values have no defined result), to float32,
+    float64, int32, int64 or bool; constant inputs fold in NumPy instead."""
     x = im.input(node, 0)
     to = int(node.attr("to", 0))
-    if to != TensorProto.FLOAT or x.dtype != "float32":
+    target = DTYPES.get(to)
+    if target is None:
         name = helper.tensor_dtype_to_string(to) if to else "no type"
         raise node.error(
-            f"Cast of a runtime {x.dtype} tensor to {name} is not supported: tg "
-            "computes in float32, so only float32 to float32 (the identity) is"
+            f"Cast of a runtime {x.dtype} tensor to {name} is not supported (only to "
+            f"{', '.join(DTYPES.values())})"
         )
-    return [x]
+    return [_cast_value(im, node, x, target)]
 
 
 @converter("CastLike")
 def _cast_like(im: Importer, node: Node) -> list[Value | Array]:
     """Cast input #0 to the dtype of input #1 (opset 15). A constant is cast in
-    NumPy (it stays a constant); a runtime tensor only to its own dtype."""
+    NumPy (it stays a constant), a runtime tensor as ``Cast``."""
     names = node.inputs
     if len(names) < 2 or not names[0] or not names[1]:
         raise node.error("needs the input and the target_type inputs")
@@ -360,12 +343,7 @@ def _cast_like(im: Importer, node: Node) -> list[Value | Array]:
         if target.kind not in "biuf":
             raise node.error(f"casting to {target} is not supported")
         return [source.astype(target)]
-    if np.dtype(source.dtype) != target:
-        raise node.error(
-            f"CastLike of a runtime {source.dtype} tensor to {target} is not "
-            "supported: tg computes in float32, so only the identity is"
-        )
-    return [source]
+    return [_cast_value(im, node, source, target.name)]
 
 
 # ---- shapes -----------------------------------------------------------------------
@@ -430,27 +408,44 @@ def _expand(im: Importer, node: Node) -> list[Value | Array]:
     return [x if shape == x.shape else im.graph.broadcast(x, shape)]
 
 
+_PAD_MODES: dict[str, Literal["edge", "reflect", "wrap"]] = {
+    "edge": "edge",
+    "reflect": "reflect",
+    "wrap": "wrap",
+}
+"""Pad's modes that copy input elements, as ``np.pad`` names them (the same)."""
+
+
 @converter("Pad")
 def _pad(im: Importer, node: Node) -> list[Value | Array]:
-    """Constant padding (``tg.pad``). ``pads`` ([begins..., ends...]) and ``value``
-    are attributes before opset 11; from 11 ``pads`` is input #1 and
-    ``constant_value`` input #2, and from 18 ``axes`` input #3; all must be
-    constants. Other modes, negative pads and a non-finite value are refused."""
-    x = im.input(node, 0)
+    """Padding in mode ``constant``, ``edge``, ``reflect`` or ``wrap``. ``pads``
+    ([begins..., ends...]) and ``value`` are attributes before opset 11; from 11
+    ``pads`` is input #1 and ``constant_value`` input #2, and from 18 ``axes`` input
+    #3. ``pads`` and ``axes`` must be constants; negative pads are refused.
+
+    A finite constant value on a float tensor is one ``tg.pad``. Any other padding
+    gathers, one padded axis at a time, with constant indices (``tg.gather``,
+    exact): ``edge``, ``reflect`` and ``wrap`` take the positions
+    ``np.pad(arange(n), (lo, hi), mode)`` of the axis; a runtime (or non-finite, or
+    integer) ``constant_value`` is first appended along the axis as element ``n``,
+    which the border positions take."""
+    g, x = im.graph, im.input(node, 0)
     mode = node.attr("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-    if mode != "constant":
-        raise node.error(f"mode '{mode}' is not supported (only constant padding)")
+    if mode != "constant" and mode not in _PAD_MODES:
+        raise node.error(
+            f"mode '{mode}' is not supported (constant, edge, reflect or wrap)"
+        )
     names = node.inputs
     axes: list[int] | None = None
+    value: float | Value = 0.0
     if node.opset < 11:
         pads = [int(p) for p in node.attr("pads", [])]
         value = _float(node, "value", 0.0)
     else:
         pads = [int(p) for p in im.const(node, names[1], "pads").reshape(-1)]
-        value = 0.0
         if len(names) > 2 and names[2]:
-            value = float(im.const(node, names[2], "constant_value").reshape(-1)[0])
+            value = _pad_value(im, node, names[2])
         if len(names) > 3 and names[3]:
             axes = [int(a) for a in im.const(node, names[3], "axes").reshape(-1)]
     axes = list(range(x.rank)) if axes is None else _normalized(node, axes, x.rank)
@@ -458,12 +453,48 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
         raise node.error(f"pads {pads} must have 2 values per axis of {axes}")
     if any(p < 0 for p in pads):
         raise node.error(f"negative pads {pads} (cropping) are not supported")
-    if not math.isfinite(value):
-        raise node.error(f"constant_value {value} is not supported (only finite ones)")
     low, high = [0] * x.rank, [0] * x.rank
     for k, axis in enumerate(axes):
         low[axis], high[axis] = pads[k], pads[len(axes) + k]
-    return [im.graph.pad(x, low, high, value)]
+    fill: Value | float | None = None  # a runtime value, or inf, -inf, NaN
+    if mode == "constant":
+        if isinstance(value, Value):
+            fill = g.reshape(value, [1] * x.rank)
+        elif math.isfinite(value) and x.dtype in ("float32", "float64"):
+            return [g.pad(x, low, high, value)]
+        else:  # inf, -inf, NaN, or an integer tensor (tg.pad takes neither)
+            fill = value
+    y = x
+    for axis in range(x.rank):
+        if low[axis] == 0 and high[axis] == 0:
+            continue
+        n = y.shape[axis]
+        if fill is not None:  # position n holds the constant value
+            border = [*y.shape[:axis], 1, *y.shape[axis + 1 :]]
+            if isinstance(fill, Value):
+                block = g.broadcast(fill, border)
+            else:
+                block = g.constant(np.full(border, fill, np.dtype(x.dtype)))
+            y = g.concat([y, block], axis)
+            indices = np.pad(np.arange(n), (low[axis], high[axis]), constant_values=n)
+        else:
+            indices = np.pad(np.arange(n), (low[axis], high[axis]), _PAD_MODES[mode])
+        y = g.gather(y, indices, axis)
+    return [y]
+
+
+def _pad_value(im: Importer, node: Node, name: str) -> float | Value:
+    """Pad's ``constant_value`` input: a float when it is a constant, else the
+    runtime one-element tensor."""
+    entry = im.env.get(name)
+    if entry is None or not isinstance(entry, Value):
+        return float(im.const(node, name, "constant_value").reshape(-1)[0])
+    if entry.shape not in ((), (1,)):
+        raise node.error(
+            f"constant_value '{name}' must hold one element, got shape "
+            f"{list(entry.shape)}"
+        )
+    return entry
 
 
 # ---- reductions -------------------------------------------------------------------
@@ -521,24 +552,29 @@ def _reduce_log_sum(im: Importer, node: Node) -> list[Value | Array]:
 @converter("ReduceLogSumExp")
 def _reduce_log_sum_exp(im: Importer, node: Node) -> list[Value | Array]:
     """``log(sum(exp(x)))`` over the axes, computed as ``log(sum(exp(x - m))) + m``
-    with ``m`` the max clamped to ``[-FLT_MAX, FLT_MAX]``: no overflow for large
+    with ``m`` the max clamped to the dtype's finite range: no overflow for large
     finite ``x``, and infinities come out as in the plain formula (+inf if any is
     +inf, -inf if all are -inf or the set is empty)."""
     g = im.graph
     x, axes, keepdims = _reduce_operands(im, node)
     if axes is None:
         return [g.log(g.exp(x))]
-    m = g.minimum(g.maximum(g.reduce_max(x, axes, True), -_FLT_MAX), _FLT_MAX)
+    big = float(np.finfo(x.dtype).max)
+    m = g.minimum(g.maximum(g.reduce_max(x, axes, True), -big), big)
     total = g.reduce_sum(g.exp(x - m), axes, keepdims)
     return [g.log(total) + (m if keepdims else g.reshape(m, total.shape))]
 
 
 @converter("ReduceMin")
 def _reduce_min(im: Importer, node: Node) -> list[Value | Array]:
-    """``-max(-x)`` over the axes (exact: negation is; +inf over an empty set)."""
+    """``-max(-x)`` over the axes (exact: negation is; +inf over an empty set); for
+    bools ``not any(not x)`` (true over an empty set)."""
     g = im.graph
     x, axes, keepdims = _reduce_operands(im, node)
-    return [x if axes is None else g.neg(g.reduce_max(g.neg(x), axes, keepdims))]
+    if axes is None:
+        return [x]
+    negate = g.logical_not if x.dtype == "bool" else g.neg
+    return [negate(reduce_values(g, Graph.reduce_max, negate(x), axes, keepdims))]
 
 
 @converter("GlobalMaxPool")

@@ -133,32 +133,59 @@ def _div(a: Array, b: Array) -> Array:
     return np.asarray(q + inexact.astype(q.dtype))
 
 
+def _mod(a: Array, b: Array) -> Array:
+    """ONNX ``Mod`` with ``fmod=0``: the remainder takes the divisor's sign (NumPy
+    ``mod``); ``fmod=1`` is handled by the folder (C's ``fmod``)."""
+    if np.any(b == 0) and np.issubdtype(b.dtype, np.integer):
+        raise ValueError("integer modulo by zero")
+    return np.asarray(np.mod(a, b))
+
+
 _BINARY: dict[str, Callable[[Array, Array], Any]] = {
     "Add": np.add,
     "Sub": np.subtract,
     "Mul": np.multiply,
     "Div": _div,
+    "Mod": _mod,
+    "Pow": np.power,
     "Max": np.maximum,
     "Min": np.minimum,
     "Equal": np.equal,
     "Less": np.less,
+    "LessOrEqual": np.less_equal,
     "Greater": np.greater,
+    "GreaterOrEqual": np.greater_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+    "Xor": np.logical_xor,
 }
 _VARIADIC = ("Max", "Min")
-_COMPARISON = ("Equal", "Less", "Greater")
+_COMPARISON = (
+    "Equal",
+    "Less",
+    "LessOrEqual",
+    "Greater",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+)
 
 
 @folder(*_BINARY)
 def _binary(node: Node, args: list[Array | None]) -> list[Array]:
     """Broadcasting binary ops; ``Max``/``Min`` fold pairwise over all inputs."""
     fn = _BINARY[node.op_type]
+    if node.op_type == "Mod" and node.attr("fmod", 0):
+        fn = np.fmod
     operands = [a for a in args if a is not None]
     needed = 1 if node.op_type in _VARIADIC else 2
     if len(operands) < needed:
         raise node.error(f"needs at least {needed} input(s), got {len(operands)}")
     result = operands[0]
     for operand in operands[1:]:
-        result = np.asarray(fn(result, operand))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = np.asarray(fn(result, operand))
     if node.op_type in _COMPARISON:
         return [result]
     return [result.astype(operands[0].dtype, copy=False)]
@@ -179,6 +206,7 @@ _UNARY: dict[str, Callable[[Array], Any]] = {
     "Sigmoid": _sigmoid,
     "Relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "Not": np.logical_not,
+    "Sign": np.sign,
     "Identity": lambda x: x,
 }
 

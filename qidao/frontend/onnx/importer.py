@@ -25,11 +25,12 @@ from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.errors import GraphError, OnnxImportError
+from qidao.frontend.errors import ConstantRequiredError, GraphError, OnnxImportError
 from qidao.frontend.onnx.load import (
-    check_output_dtype,
+    DTYPES,
     check_supported,
     default_opset,
+    graph_dtype,
     infer_shapes,
     input_shape,
     load_model,
@@ -182,8 +183,14 @@ class Importer:
         graph = self.proto.graph
         outputs: list[Value] = []
         for graph_output in graph.output:
-            check_output_dtype(graph_output)
-            outputs.append(self.value(graph_output.name))
+            declared = graph_dtype(graph_output, "output")
+            value = self.value(graph_output.name)
+            if value.dtype != declared:
+                raise OnnxImportError(
+                    f"qidao computed dtype {value.dtype} for graph output "
+                    f"'{graph_output.name}', but the model declares {declared}"
+                )
+            outputs.append(value)
         self.graph.output(*outputs, names=[o.name for o in graph.output])
         try:
             return self.graph.module()
@@ -199,7 +206,9 @@ class Importer:
         for graph_input in graph.input:
             if graph_input.name not in initializers:
                 name = str(graph_input.name)
-                self.env[name] = self.graph.input(name, input_shape(graph_input))
+                self.env[name] = self.graph.input(
+                    name, input_shape(graph_input), graph_dtype(graph_input, "input")
+                )
         for index, node_proto in enumerate(graph.node):
             node = Node(
                 node_proto,
@@ -244,10 +253,12 @@ class Importer:
         convert = CONVERTERS.get(node.op_type)
         if convert is None:
             runtime = [n for n in node.inputs if n and isinstance(self.env[n], Value)]
-            raise node.error(
-                f"{node.op_type} is supported only on constant inputs so far "
-                "(initializers, Constant outputs and what folds from them, such as "
-                f"shape computations), but input(s) {runtime} are runtime tensors"
+            raise ConstantRequiredError(
+                f"{node.label}: {node.op_type} is supported only on constant inputs "
+                "so far (initializers, Constant outputs and what folds from them, "
+                f"such as shape computations), but input(s) {runtime} are runtime "
+                "tensors",
+                runtime,
             )
         return convert(self, node)
 
@@ -276,7 +287,15 @@ class Importer:
                 f"shape inference says {list(expected)}"
             )
         elem_type = self.inferred_dtype.get(name, 0)
-        if isinstance(result, Value) or elem_type == 0:
+        if elem_type == 0:
+            return
+        if isinstance(result, Value):
+            want = DTYPES.get(elem_type)
+            if want is not None and result.dtype != want:
+                raise node.error(
+                    f"qidao computed dtype {result.dtype} for output '{name}', but "
+                    f"ONNX shape inference says {want}"
+                )
             return
         try:
             got_type = int(helper.np_dtype_to_tensor_dtype(result.dtype))
@@ -306,10 +325,14 @@ class Importer:
     def const(self, node: Node, name: str, what: str) -> Array:
         """The compile-time value of input ``name`` (an initializer or Constant)."""
         entry = self.env.get(name)
-        if entry is None or isinstance(entry, Value):
-            raise node.error(
-                f"the {what} input '{name}' must be a constant (an initializer or a "
-                "Constant node output); computed values are not supported"
+        if entry is None:
+            raise node.error(f"the {what} input '{name}' is missing")
+        if isinstance(entry, Value):
+            raise ConstantRequiredError(
+                f"{node.label}: the {what} input '{name}' must be a constant (an "
+                "initializer or a Constant node output); computed values are not "
+                "supported",
+                [name],
             )
         return entry
 

@@ -10,6 +10,12 @@ data that does not fill its shape; a declared shape that contradicts inference n
 the tensor and its node. External data files are read from the model's folder only:
 every location is checked (relative, no ``..``, no symlink out, inside the file)
 before any is read.
+
+The converters read default-domain opsets ``OLDEST_OPSET`` (11) to the newest the
+installed onnx knows. A model at an older opset is converted to 11 with
+``onnx.version_converter`` as it loads (the converter's adapters rewrite what
+changed, e.g. ``Upsample`` into ``Resize``); one that does not convert is refused
+with its opset and the converter's reason.
 """
 
 from __future__ import annotations
@@ -19,20 +25,26 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import onnx
+import onnx.version_converter
 
 from qidao.frontend.errors import OnnxImportError, UnsupportedOpsError
+
+OLDEST_OPSET = 11
+"""The oldest default-domain opset the converters read; older models are converted
+to it (``upgrade_opset``)."""
 
 
 def load_model(model: Any) -> Any:
     """``model`` itself if it is a ``ModelProto``, else the model read from a path,
     with its external data files (which must lie in the model's folder).
 
-    Either way the model's opsets and node order are checked (``check_model``).
+    Either way the model's opsets and node order are checked (``check_model``), and
+    a model older than opset ``OLDEST_OPSET`` comes back converted to it (a copy).
     """
     if isinstance(model, onnx.ModelProto):
         refuse_external_data(model)
         check_model(model)
-        return model
+        return upgrade_opset(model)
     if not isinstance(model, str | os.PathLike):
         raise OnnxImportError(
             "import_onnx takes an onnx.ModelProto or a path to a .onnx file, got "
@@ -55,7 +67,36 @@ def load_model(model: Any) -> Any:
         )
     check_model(proto)
     load_external_data(proto, os.path.dirname(os.path.abspath(path)))
-    return proto
+    return upgrade_opset(proto)
+
+
+def upgrade_opset(proto: Any) -> Any:
+    """``proto`` converted to opset ``OLDEST_OPSET`` of the default domain when it
+    imports an older one (a new model; ``proto`` is left as it is), else ``proto``.
+    An op type ONNX does not define is an ``UnsupportedOpsError`` (as it is at any
+    opset); a model the version converter cannot convert, an ``OnnxImportError``."""
+    versions = [
+        int(o.version) for o in proto.opset_import if o.domain in ("", "ai.onnx")
+    ]
+    if not versions or versions[0] >= OLDEST_OPSET:
+        return proto
+    unknown: dict[str, list[str]] = {}  # ops the converter has no schema for
+    for index, node in enumerate(proto.graph.node):
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(str(node.op_type)):
+            unknown.setdefault(str(node.op_type), []).append(node_label(node, index))
+    if unknown:
+        raise UnsupportedOpsError(unknown)
+    try:
+        return onnx.version_converter.convert_version(proto, OLDEST_OPSET)
+    except Exception as e:  # the converter raises RuntimeError, ValueError, ...
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise OnnxImportError(
+            f"the model imports opset {versions[0]} of the default ONNX domain; qidao "
+            f"reads opsets {OLDEST_OPSET} to {onnx.defs.onnx_opset_version()}, and "
+            f"onnx.version_converter.convert_version(model, {OLDEST_OPSET}) cannot "
+            f"convert it ({type(e).__name__}: {reason}): export the model at opset "
+            f"{OLDEST_OPSET} or newer"
+        ) from None
 
 
 def node_label(node: Any, index: int) -> str:
@@ -142,15 +183,34 @@ def static_shape(value_info: Any) -> tuple[int, ...] | None:
     return tuple(dims)
 
 
-def input_shape(graph_input: Any) -> tuple[int, ...]:
-    """The static shape of a float32 graph input; other inputs are an error."""
-    name = str(graph_input.name)
-    elem_type = graph_input.type.tensor_type.elem_type
-    if elem_type != onnx.TensorProto.FLOAT:
+DTYPES: dict[int, str] = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.DOUBLE: "float64",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+}
+"""ONNX element types of the graph inputs and outputs qidao takes: their NumPy
+dtype names."""
+
+
+def graph_dtype(value_info: Any, kind: str) -> str:
+    """The NumPy dtype name of a graph input or output (``kind``); an error for a
+    dtype outside ``DTYPES``."""
+    elem_type = value_info.type.tensor_type.elem_type
+    if elem_type not in DTYPES:
         raise OnnxImportError(
-            f"graph input '{name}' has dtype {_dtype_text(elem_type)}; only "
-            "float32 inputs are supported for now"
+            f"graph {kind} '{value_info.name}' has dtype {_dtype_text(elem_type)}; "
+            f"only {', '.join(DTYPES.values())} {kind}s are supported"
         )
+    return DTYPES[elem_type]
+
+
+def input_shape(graph_input: Any) -> tuple[int, ...]:
+    """The static shape of a graph input of a dtype in ``DTYPES``; other inputs are
+    an error."""
+    name = str(graph_input.name)
+    graph_dtype(graph_input, "input")
     shape = static_shape(graph_input)
     if shape is None:
         raise OnnxImportError(
@@ -160,16 +220,6 @@ def input_shape(graph_input: Any) -> tuple[int, ...]:
             f"{_example_shape(graph_input)}}})"
         )
     return shape
-
-
-def check_output_dtype(graph_output: Any) -> None:
-    """Raise unless the graph output is float32."""
-    elem_type = graph_output.type.tensor_type.elem_type
-    if elem_type != onnx.TensorProto.FLOAT:
-        raise OnnxImportError(
-            f"graph output '{graph_output.name}' has dtype "
-            f"{_dtype_text(elem_type)}; only float32 outputs are supported"
-        )
 
 
 def _shape_text(value_info: Any) -> str:

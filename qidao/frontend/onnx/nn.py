@@ -1,12 +1,39 @@
-"""Converters for 2-D NCHW network layers: ``Conv``, ``MaxPool``, ``AveragePool``,
-``GlobalAveragePool`` and ``BatchNormalization``."""
+"""Converters for network layers: ``Conv`` (2-D), the pools ``MaxPool``,
+``AveragePool`` and ``LpPool`` (1-D, 2-D and 3-D), ``GlobalAveragePool``,
+``GlobalLpPool`` and ``BatchNormalization``.
+
+Pools become ``tg.max_pool2d`` / ``tg.avg_pool2d``, which window two spatial axes:
+
+- 1-D ``[N, C, L]`` is a 2-D pool of the view ``[N, C, 1, L]`` (free);
+- 3-D ``[N, C, D, H, W]`` is a 2-D pool over (H, W) of the view ``[N, C*D, H, W]``,
+  then a 2-D pool over D of the view ``[N, C, D, OH*OW]`` with a ``[kd, 1]`` window.
+  Max and mean windows are separable (a max of maxes; a mean of means whose
+  divisors multiply, both for real-element counts and for whole windows), and this
+  reads ``kd + kh*kw`` elements per output instead of ``kd*kh*kw``.
+
+``ceil_mode=1`` is end padding: the output size is ONNX's (ceil, less the last
+window when it would start in the end padding: opset 22's rule; an older model that
+would count such a window is refused), and the padding the last window runs past
+the declared ``pads`` is added at the end. Max never takes padding, and
+an average without ``count_include_pad`` counts real elements only, so both clip the
+window exactly. With ``count_include_pad=1`` the divisor counts the declared padding
+but not the ceil padding (ONNX's reference): the declared padding is then made real
+(a ``tg.pad`` of zeros) and the average counts the real elements.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qidao.frontend.builder import Value
+from qidao.frontend.builder import Graph, Value
 from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+
+Axis = tuple[int, int, int, int, int]
+"""One spatial axis of a pool window: ``(kernel, stride, dilation, pad_begin,
+pad_end)``."""
+
+_UNIT: Axis = (1, 1, 1, 0, 0)
+"""An axis the window does not slide along."""
 
 
 def _window_padding(
@@ -15,18 +42,21 @@ def _window_padding(
     kernel: Sequence[int],
     strides: Sequence[int],
     dilations: Sequence[int],
-) -> tuple[int, int, int, int]:
-    """tg padding ``[top, left, bottom, right]`` from ``pads`` or ``auto_pad``."""
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The padding ``(begin, end)`` per spatial axis, from ``pads`` or ``auto_pad``."""
+    rank = len(spatial)
     auto_pad = node.attr("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
     if auto_pad == "NOTSET":
-        pads = [int(p) for p in node.attr("pads", [0, 0, 0, 0])]
-        if len(pads) != 4:
-            raise node.error(f"pads must have 4 values for a 2-D window, got {pads}")
-        # ONNX [x1_begin, x2_begin, x1_end, x2_end] is tg's [top, left, bottom, right]
-        return (pads[0], pads[1], pads[2], pads[3])
+        pads = [int(p) for p in node.attr("pads", [0] * 2 * rank)]
+        if len(pads) != 2 * rank:
+            raise node.error(
+                f"pads must have {2 * rank} values for a {rank}-D window, got {pads}"
+            )
+        # ONNX [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
+        return tuple(pads[:rank]), tuple(pads[rank:])
     if auto_pad == "VALID":
-        return (0, 0, 0, 0)
+        return (0,) * rank, (0,) * rank
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         raise node.error(f"unknown auto_pad '{auto_pad}'")
     begin, end = [], []
@@ -36,15 +66,23 @@ def _window_padding(
         small, large = total // 2, total - total // 2
         begin.append(small if auto_pad == "SAME_UPPER" else large)
         end.append(large if auto_pad == "SAME_UPPER" else small)
-    return (begin[0], begin[1], end[0], end[1])
+    return tuple(begin), tuple(end)
 
 
-def _ints(node: Node, name: str, default: Sequence[int]) -> tuple[int, ...]:
-    values = tuple(int(v) for v in node.attr(name, default))
-    if len(values) != 2:
+def _ints(
+    node: Node, name: str, default: Sequence[int] | None, count: int
+) -> tuple[int, ...]:
+    """The int-list attribute ``name`` with ``count`` values (one per spatial axis);
+    a missing one is ``default``, or an error when there is none."""
+    if name not in node.attrs:
+        if default is None:
+            raise node.error(f"the attribute {name} is required")
+        return tuple(default)
+    values = tuple(int(v) for v in node.attr(name))
+    if len(values) != count:
         raise node.error(
-            f"{name} must have 2 values (only 2-D windows are supported), got "
-            f"{list(values)}"
+            f"{name} must have {count} values (one per spatial axis of the input), "
+            f"got {list(values)}"
         )
     return values
 
@@ -68,52 +106,189 @@ def _conv(im: Importer, node: Node) -> list[Value | Array]:
     b = im.optional_input(node, 2)
     _expect_4d(node, x)
     kernel = w.shape[2:]
-    if "kernel_shape" in node.attrs and _ints(node, "kernel_shape", ()) != kernel:
+    if _ints(node, "kernel_shape", kernel, 2) != kernel:
         raise node.error(
             f"kernel_shape {list(node.attr('kernel_shape'))} does not match the "
             f"weight shape {list(w.shape)}"
         )
-    strides = _ints(node, "strides", (1, 1))
-    dilations = _ints(node, "dilations", (1, 1))
-    padding = _window_padding(node, x.shape[2:], kernel, strides, dilations)
+    strides = _ints(node, "strides", (1, 1), 2)
+    dilations = _ints(node, "dilations", (1, 1), 2)
+    begin, end = _window_padding(node, x.shape[2:], kernel, strides, dilations)
     y = im.graph.conv2d(
         x,
         w,
         b,
         strides=strides,
-        padding=padding,
+        padding=(*begin, *end),
         dilation=dilations,
         groups=int(node.attr("group", 1)),
     )
     return [y]
 
 
+# ---- pools ------------------------------------------------------------------------
+
+
+def _ceil_padding(node: Node, size: int, axis: Axis) -> int:
+    """The end padding ``ceil_mode=1`` adds beyond the declared one: what the last
+    window runs past it. The output size is ``ceil((size + pads - extent) / stride)
+    + 1``, less one from opset 22 when that last window would start in the end
+    padding (and so hold no input element); before 22 ONNX counts that window, and
+    such a node is refused."""
+    k, s, d, begin, end = axis
+    span = size + begin + end - (d * (k - 1) + 1)
+    out = -(-span // s) + 1
+    if (out - 1) * s >= size + begin:
+        if node.opset < 22:
+            raise node.error(
+                f"ceil_mode=1: the last window along an axis of size {size} (pads "
+                f"{begin}, {end}, kernel {k}, stride {s}) would start in the end "
+                f"padding and hold no input element; ONNX counts it in the output "
+                f"before opset 22 and drops it from 22 on, as qidao does: convert "
+                f"the model to opset 22 (the model imports {node.opset})"
+            )
+        out -= 1
+    return max((out - 1) * s + d * (k - 1) + 1 - (size + begin + end), 0)
+
+
+def _pool_axes(node: Node, x: Value) -> tuple[list[Axis], list[int]]:
+    """The window along each spatial axis of ``x`` (its pads as declared), and the
+    end padding ``ceil_mode`` adds to each."""
+    rank = x.rank - 2
+    if rank not in (1, 2, 3):
+        raise node.error(
+            "expects an [N, C, ...] input with 1, 2 or 3 spatial dimensions, got "
+            f"input shape {list(x.shape)}"
+        )
+    kernel = _ints(node, "kernel_shape", None, rank)
+    strides = _ints(node, "strides", (1,) * rank, rank)
+    dilations = _ints(node, "dilations", (1,) * rank, rank)
+    if min(kernel) < 1 or min(strides) < 1 or min(dilations) < 1:
+        raise node.error(
+            f"kernel_shape {list(kernel)}, strides {list(strides)} and dilations "
+            f"{list(dilations)} must be >= 1"
+        )
+    begin, end = _window_padding(node, x.shape[2:], kernel, strides, dilations)
+    axes = list(zip(kernel, strides, dilations, begin, end, strict=True))
+    extra = [0] * rank
+    if node.attr("ceil_mode", 0):
+        extra = [
+            _ceil_padding(node, n, a) for n, a in zip(x.shape[2:], axes, strict=True)
+        ]
+    return axes, extra
+
+
+def _pool2d(
+    g: Graph, x: Value, kind: str, rows: Axis, cols: Axis, include_pad: bool
+) -> Value:
+    """One ``tg.max_pool2d`` / ``tg.avg_pool2d`` over the last two axes of the
+    rank-4 ``x``, or ``x`` itself when neither axis has a window."""
+    if rows == _UNIT and cols == _UNIT:
+        return x
+    kernel = (rows[0], cols[0])
+    strides = (rows[1], cols[1])
+    dilation = (rows[2], cols[2])
+    padding = (rows[3], cols[3], rows[4], cols[4])
+    if kind == "max":
+        return g.max_pool2d(x, kernel, strides, padding, dilation)
+    return g.avg_pool2d(x, kernel, strides, padding, include_pad, dilation)
+
+
+def _pool(g: Graph, x: Value, kind: str, axes: list[Axis], include_pad: bool) -> Value:
+    """A max (``kind="max"``) or mean (``"avg"``) pool of ``[N, C, *spatial]`` with 1
+    to 3 spatial axes, from 2-D pools over views (the module docstring)."""
+    n, c, *sizes = x.shape
+    if len(axes) == 1:
+        y = _pool2d(
+            g, g.reshape(x, [n, c, 1, sizes[0]]), kind, _UNIT, axes[0], include_pad
+        )
+        return g.reshape(y, [n, c, y.shape[3]])
+    if len(axes) == 2:
+        return _pool2d(g, x, kind, axes[0], axes[1], include_pad)
+    d, h, w = sizes
+    planes = g.reshape(x, [n, c * d, h, w])
+    planes = _pool2d(g, planes, kind, axes[1], axes[2], include_pad)
+    oh, ow = planes.shape[2:]
+    depth = g.reshape(planes, [n, c, d, oh * ow])
+    depth = _pool2d(g, depth, kind, axes[0], _UNIT, include_pad)
+    return g.reshape(depth, [n, c, depth.shape[2], oh, ow])
+
+
+def _with_ceil_padding(axes: list[Axis], extra: list[int]) -> list[Axis]:
+    return [
+        (k, s, d, b, e + more)
+        for (k, s, d, b, e), more in zip(axes, extra, strict=True)
+    ]
+
+
 @converter("MaxPool")
 def _max_pool(im: Importer, node: Node) -> list[Value | Array]:
+    """The max over each window; padding never wins. Only the first output (the
+    values): the Indices output is refused, so ``storage_order`` changes nothing."""
     x = im.input(node, 0)
-    _expect_4d(node, x)
-    _reject(node, "ceil_mode", "use ceil_mode=0 or pad explicitly")
-    _reject(node, "storage_order", "only row-major storage_order=0")
-    kernel = _ints(node, "kernel_shape", ())
-    strides = _ints(node, "strides", (1, 1))
-    dilations = _ints(node, "dilations", (1, 1))
-    padding = _window_padding(node, x.shape[2:], kernel, strides, dilations)
-    return [im.graph.max_pool2d(x, kernel, strides, padding, dilations)]
+    axes, extra = _pool_axes(node, x)
+    return [_pool(im.graph, x, "max", _with_ceil_padding(axes, extra), False)]
 
 
 @converter("AveragePool")
 def _average_pool(im: Importer, node: Node) -> list[Value | Array]:
-    x = im.input(node, 0)
-    _expect_4d(node, x)
-    _reject(node, "ceil_mode", "use ceil_mode=0 or pad explicitly")
-    kernel = _ints(node, "kernel_shape", ())
-    strides = _ints(node, "strides", (1, 1))
-    dilations = _ints(node, "dilations", (1, 1))
-    if dilations != (1, 1):
-        raise node.error(f"dilations {list(dilations)} are not supported yet")
-    padding = _window_padding(node, x.shape[2:], kernel, strides, dilations)
+    """The mean over each window; ``count_include_pad`` counts the declared padding
+    in the divisor (never the ``ceil_mode`` padding)."""
+    g, x = im.graph, im.input(node, 0)
+    axes, extra = _pool_axes(node, x)
     include = bool(node.attr("count_include_pad", 0))
-    return [im.graph.avg_pool2d(x, kernel, strides, padding, include)]
+    if include and any(extra):
+        # the divisor counts the declared padding but not the ceil padding: make
+        # the declared padding real zeros and count real elements
+        begin, end = [a[3] for a in axes], [a[4] for a in axes]
+        if any(begin) or any(end):
+            x = g.pad(x, [0, 0, *begin], [0, 0, *end], 0.0)
+        axes = [(k, s, d, 0, 0) for k, s, d, _, _ in axes]
+        include = False
+    return [_pool(g, x, "avg", _with_ceil_padding(axes, extra), include)]
+
+
+def _power(x: Value, p: int) -> Value:
+    """``x ** p`` for an integer ``p >= 1``: ``p - 1`` multiplications."""
+    result = x
+    for _ in range(p - 1):
+        result = result * x
+    return result
+
+
+def _root(g: Graph, x: Value, p: int) -> Value:
+    """``x ** (1 / p)`` for ``x >= 0``: sqrt for p = 2 and 4, else
+    ``exp(log(x) / p)`` (0 gives ``exp(-inf) = 0``)."""
+    if p == 1:
+        return x
+    if p == 2:
+        return g.sqrt(x)
+    if p == 4:
+        return g.sqrt(g.sqrt(x))
+    return g.exp(g.log(x) * (1.0 / p))
+
+
+def _lp_order(node: Node) -> int:
+    p = node.attr("p", 2)
+    if int(p) != p or int(p) < 1:
+        raise node.error(f"p must be an integer >= 1, got {p}")
+    return int(p)
+
+
+@converter("LpPool")
+def _lp_pool(im: Importer, node: Node) -> list[Value | Array]:
+    """``(sum of |x| ** p over the window) ** (1 / p)``, padding counting as 0: the
+    sum is ``kernel volume * mean`` with every padded position (the ``ceil_mode``
+    ones too) in the divisor."""
+    g, x = im.graph, im.input(node, 0)
+    p = _lp_order(node)
+    axes, extra = _pool_axes(node, x)
+    powered = _power(g.maximum(x, g.neg(x)), p)  # |x|: exact
+    mean = _pool(g, powered, "avg", _with_ceil_padding(axes, extra), True)
+    volume = 1
+    for axis in axes:
+        volume *= axis[0]
+    return [_root(g, mean * float(volume), p)]
 
 
 @converter("GlobalAveragePool")
@@ -122,6 +297,18 @@ def _global_average_pool(im: Importer, node: Node) -> list[Value | Array]:
     if x.rank < 3:
         raise node.error(f"expects an input of rank >= 3, got {list(x.shape)}")
     return [im.graph.reduce_mean(x, list(range(2, x.rank)), keepdims=True)]
+
+
+@converter("GlobalLpPool")
+def _global_lp_pool(im: Importer, node: Node) -> list[Value | Array]:
+    """``(sum of |x| ** p over every dimension after N and C) ** (1 / p)``, kept as
+    size 1."""
+    g, x = im.graph, im.input(node, 0)
+    if x.rank < 3:
+        raise node.error(f"expects an input of rank >= 3, got {list(x.shape)}")
+    p = _lp_order(node)
+    powered = _power(g.maximum(x, g.neg(x)), p)  # |x|: exact
+    return [_root(g, g.reduce_sum(powered, list(range(2, x.rank)), keepdims=True), p)]
 
 
 @converter("BatchNormalization")

@@ -192,8 +192,8 @@ func.func @conv(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
   func.return %y : tensor<1x3x4x4xf32>
 }
 
-// relu(exp(x)·w + b) as one group (fuse's matmul rule): the lhs prologue exp runs
-// in the k body, once per x element; the epilogue is a nest of its own after the
+// relu(exp(x)·w + b) as one hand-written group (fuse makes no prologues, but the
+// lowering takes an lhs prologue): exp runs in the k body, once per x element; the epilogue is a nest of its own after the
 // matmul nest (i_epi, j_epi), so i, k, j stays a perfect band that split and
 // reorder can tile (compute_at moves the epilogue back into a tile loop).
 
@@ -371,6 +371,20 @@ func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 func.func @softmax_op(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = tg.softmax %x axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
   func.return %y : tensor<4x8xf32>
+}
+
+// tg.avg_pool2d with dilation 2: the taps are oh + kh * 2, ow + kw * 2; without
+// padding there is no bounds test and the divisor is the constant kh * kw = 4.
+
+// CHECK-LABEL: func.func private @avg_pool_dilated_k0_avg_pool2d(
+// CHECK:         %[[FOUR:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK:             %[[SUM:.*]] = affine.for %kh = 0 to 2 iter_args(%{{.*}} = %{{.*}}) -> (f32) {
+// CHECK-NEXT:          affine.for %kw = 0 to 2 iter_args(%{{.*}} = %{{.*}}) -> (f32) {
+// CHECK-NEXT:            affine.load %x[%n, %c, %oh + %kh * 2, %ow + %kw * 2] : memref<1x2x6x6xf32>
+// CHECK:             arith.divf %[[SUM]], %[[FOUR]] : f32
+func.func @avg_pool_dilated(%x: tensor<1x2x6x6xf32>) -> tensor<1x2x4x4xf32> {
+  %p = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [0, 0, 0, 0] dilation = [2, 2] : tensor<1x2x6x6xf32> -> tensor<1x2x4x4xf32>
+  func.return %p : tensor<1x2x4x4xf32>
 }
 
 // A function with no tg ops is left alone.

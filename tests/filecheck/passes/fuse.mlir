@@ -134,23 +134,75 @@ func.func @matmul_broadcast_consumer(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %
   func.return %1 : tensor<5x2x4xf32>
 }
 
-// Rule 2, lhs prologue: the elementwise tree producing the lhs (one use, same
-// shape) joins, and so does the epilogue.
+// Must not fire into the lhs: fuse makes no prologues (under the default schedule a
+// prologue would run once per column tile). The lhs tree is an elementwise group
+// of its own; the matmul takes its epilogue.
 // CHECK-LABEL: func.func @matmul_lhs_prologue
-// CHECK:         tg.fused %x, %s, %w, %b
+// CHECK:         %[[P:.*]] = tg.fused %x, %s
 // CHECK-NEXT:    ^bb0
 // CHECK-NEXT:      %[[M:.*]] = tg.mul
 // CHECK-NEXT:      %[[E:.*]] = tg.exp %[[M]]
-// CHECK-NEXT:      %[[MM:.*]] = tg.matmul %[[E]]
+// CHECK-NEXT:      tg.yield %[[E]]
+// CHECK:         tg.fused %[[P]], %w, %b
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[MM:.*]] = tg.matmul
 // CHECK-NEXT:      tg.add %[[MM]]
 // CHECK-NEXT:      tg.yield
-// CHECK-NOT:     tg.fused
 func.func @matmul_lhs_prologue(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
   %0 = tg.mul %x, %s : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %1 = tg.exp %0 : tensor<2x3xf32> -> tensor<2x3xf32>
   %2 = tg.matmul %1, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   %3 = tg.add %2, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   func.return %3 : tensor<2x4xf32>
+}
+
+// Rule 2, an epilogue DAG: GELU uses h = x·w + b twice, and still one value (the
+// last mul) leaves the group, so the whole GELU joins the matmul.
+// CHECK-LABEL: func.func @matmul_gelu_epilogue_dag
+// CHECK:         %[[F:.*]] = tg.fused %x, %w, %b, %r2, %one, %half
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[MM:.*]] = tg.matmul
+// CHECK-NEXT:      %[[H:.*]] = tg.add %[[MM]]
+// CHECK-NEXT:      %[[D:.*]] = tg.div %[[H]]
+// CHECK-NEXT:      %[[E:.*]] = tg.erf %[[D]]
+// CHECK-NEXT:      %[[A:.*]] = tg.add %[[E]]
+// CHECK-NEXT:      %[[G:.*]] = tg.mul %[[H]], %[[A]]
+// CHECK-NEXT:      %[[Y:.*]] = tg.mul %[[G]]
+// CHECK-NEXT:      tg.yield %[[Y]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[F]]
+func.func @matmul_gelu_epilogue_dag(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>, %r2: tensor<f32>, %one: tensor<f32>, %half: tensor<f32>) -> tensor<2x4xf32> {
+  %0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %h = tg.add %0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %1 = tg.div %h, %r2 : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %2 = tg.erf %1 : tensor<2x4xf32> -> tensor<2x4xf32>
+  %3 = tg.add %2, %one : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %4 = tg.mul %h, %3 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %5 = tg.mul %4, %half : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  func.return %5 : tensor<2x4xf32>
+}
+
+// Rule 2, the DAG falls back to the chain: h is also returned, so the grown group
+// would leave two values; the chain stops at h (three uses) and relu + add form
+// an elementwise group of their own.
+// CHECK-LABEL: func.func @matmul_epilogue_dag_with_two_outside_uses
+// CHECK:         %[[F:.*]] = tg.fused %x, %w, %b
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[MM:.*]] = tg.matmul
+// CHECK-NEXT:      %[[H:.*]] = tg.add %[[MM]]
+// CHECK-NEXT:      tg.yield %[[H]]
+// CHECK:         %[[G:.*]] = tg.fused %[[F]]
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tg.relu
+// CHECK-NEXT:      tg.add
+// CHECK-NEXT:      tg.yield
+// CHECK:         func.return %[[G]], %[[F]]
+func.func @matmul_epilogue_dag_with_two_outside_uses(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = tg.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %h = tg.add %0, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %1 = tg.relu %h : tensor<2x4xf32> -> tensor<2x4xf32>
+  %2 = tg.add %1, %h : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %2, %h : tensor<2x4xf32>, tensor<2x4xf32>
 }
 
 // Must not fire: a prologue on the rhs would run once per lhs row (M times per

@@ -95,9 +95,9 @@ func.func @sub_mixed_dtypes(%x: tensor<4xf32>, %y: tensor<4xf64>) {
 
 // -----
 
-// CHECK: tg.max expects float tensors, but operand #0 is tensor<4xi32>
-func.func @max_of_ints(%x: tensor<4xi32>, %y: tensor<4xi32>) {
-  %r = tg.max %x, %y : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+// CHECK: tg.max expects float or integer tensors, but operand #0 is tensor<4xi1>
+func.func @max_of_bools(%x: tensor<4xi1>, %y: tensor<4xi1>) {
+  %r = tg.max %x, %y : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
   func.return
 }
 
@@ -444,7 +444,7 @@ func.func @conv_wrong_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
 
 // === pooling ===
 
-// CHECK: tg.max_pool2d: padding [2, 2, 2, 2] must be smaller than the kernel [2, 2]
+// CHECK: tg.max_pool2d: padding [2, 2, 2, 2] must be smaller than the window [2, 2] (kernel [2, 2], dilation [1, 1])
 func.func @max_pool_padding_too_big(%x: tensor<1x4x8x8xf32>) {
   %p = tg.max_pool2d %x kernel = [2, 2] strides = [2, 2] padding = [2, 2, 2, 2] dilation = [1, 1] : tensor<1x4x8x8xf32> -> tensor<1x4x6x6xf32>
   func.return
@@ -452,9 +452,33 @@ func.func @max_pool_padding_too_big(%x: tensor<1x4x8x8xf32>) {
 
 // -----
 
-// CHECK: tg.avg_pool2d: padding [0, 3, 0, 0] must be smaller than the kernel [3, 3]
+// CHECK: tg.avg_pool2d: padding [0, 3, 0, 0] must be smaller than the window [3, 3] (kernel [3, 3], dilation [1, 1])
 func.func @avg_pool_padding_too_big(%x: tensor<1x4x8x8xf32>) {
   %p = tg.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [0, 3, 0, 0] : tensor<1x4x8x8xf32> -> tensor<1x4x6x9xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.avg_pool2d: padding [3, 0, 0, 0] must be smaller than the window [3, 3] (kernel [2, 2], dilation [2, 2])
+func.func @avg_pool_dilated_padding_too_big(%x: tensor<1x4x8x8xf32>) {
+  %p = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [3, 0, 0, 0] dilation = [2, 2] : tensor<1x4x8x8xf32> -> tensor<1x4x9x6xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.avg_pool2d: dilation must have 2 values, got [2]
+func.func @avg_pool_dilation_length(%x: tensor<1x4x8x8xf32>) {
+  %p = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [0, 0, 0, 0] dilation = [2] : tensor<1x4x8x8xf32> -> tensor<1x4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.avg_pool2d: kernel, strides and dilation must be >= 1 and padding >= 0, got kernel [2, 2], strides [1, 1], dilation [0, 1], padding [0, 0, 0, 0]
+func.func @avg_pool_dilation_zero(%x: tensor<1x4x8x8xf32>) {
+  %p = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [0, 0, 0, 0] dilation = [0, 1] : tensor<1x4x8x8xf32> -> tensor<1x4x7x7xf32>
   func.return
 }
 

@@ -164,6 +164,10 @@ func.func @pool2d(%x: tensor<1x4x8x8xf32>) {
   %avg = tg.avg_pool2d %x kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
   // CHECK: %avg_pad = tg.avg_pool2d %x kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] count_include_pad : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
   %avg_pad = tg.avg_pool2d %x kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] count_include_pad : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  // Dilation on an average (omitted, it is [1, 1]); padding may reach the kernel
+  // size as long as it stays smaller than the dilated window (extent 3 here).
+  // CHECK: %avg_dilated = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [2, 0, 2, 0] dilation = [2, 2] count_include_pad : tensor<1x4x8x8xf32> -> tensor<1x4x10x6xf32>
+  %avg_dilated = tg.avg_pool2d %x kernel = [2, 2] strides = [1, 1] padding = [2, 0, 2, 0] dilation = [2, 2] count_include_pad : tensor<1x4x8x8xf32> -> tensor<1x4x10x6xf32>
   func.return
 }
 
