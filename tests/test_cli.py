@@ -113,3 +113,26 @@ def test_bad_model_file_is_one_clear_line(
     assert main(["compile", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "parse error" in err and "bad.mlir:1:" in err
+
+
+def test_tour_of_a_model_compiled_at_its_first_call_says_so(tmp_path: Path) -> None:
+    # Reshape's shape is a graph input: the model is specialized at its first call,
+    # so there are no input specs to make example inputs from
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    path = tmp_path / "reshape.onnx"
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path
+    )
+    with pytest.raises(SystemExit, match="compiled at its first call"):
+        main(["tour", str(path), "--no-bench"])

@@ -140,10 +140,12 @@ def run_worker(
             times = time_calls(call, min_time, max_runs)
     elif backend in ("qidao", "qidao-raw"):
         import qidao
+        from qidao.compiler.compile import Compiled
 
         start = time.perf_counter()
         compiled = qidao.compile(example.build(), threads=threads)
         compile_s = time.perf_counter() - start
+        assert isinstance(compiled, Compiled)  # a builder graph: the CPU target
         _check(workload, backend, compiled(*inputs), want, example.tolerance)
         if backend == "qidao":
             times = time_calls(lambda: compiled(*inputs), min_time, max_runs)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from xdsl.dialects import func
@@ -79,6 +79,25 @@ llvm dialect) run in both modes."""
 
 HOST_STAGE = STAGES[_SCF - 1].name
 """The last stage before ``scf``: its host program is what ``compiled.stats`` counts."""
+
+
+class CompiledModel(Protocol):
+    """What every ``qidao.compile`` result offers, whatever the model and target:
+    ``Compiled`` (CPU), ``CompiledCuda``, ``Specialized`` (compiled again per
+    integer input value or shape) and ``TorchCompiled`` (torch tensors in and out)."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Kernel and buffer counts, compile seconds, what the schedules did."""
+        ...
+
+    def ir(self, stage: str = "tg") -> str:
+        """The text of one stage of the tower (``qidao.compiler.pipeline``)."""
+        ...
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the model on its inputs, in graph-input order."""
+        ...
 
 
 class Compiled:
@@ -149,8 +168,9 @@ def compile(
     example_inputs: Any = None,
     strict: bool = False,
     **options: Any,
-) -> Compiled:
-    """Compile ``model`` for ``target`` and return a callable :class:`Compiled`.
+) -> CompiledModel:
+    """Compile ``model`` for ``target`` and return a callable :class:`Compiled` (or,
+    in the cases below, another :class:`CompiledModel`).
 
     ``model`` is an ``onnx.ModelProto``, a path to a ``.onnx`` or ``.mlir`` file, a
     ``qidao.frontend.builder.Graph`` or a tg ``ModuleOp``. ``threads`` caps the CPU
@@ -186,10 +206,10 @@ def compile(
     if is_torch_model(model):  # PyTorch: qidao/frontend/fx.py
         from qidao.frontend.fx_backend import compile_torch
 
-        def compile_graph(module: ModuleOp) -> Compiled:
+        def compile_graph(module: ModuleOp) -> CompiledModel:
             return compile(module, target, threads, mode, **options)
 
-        return compile_torch(model, example_inputs, compile_graph, strict)  # type: ignore[return-value]
+        return compile_torch(model, example_inputs, compile_graph, strict)
     if example_inputs is not None or strict:
         raise TypeError(
             "example_inputs= and strict= are for PyTorch models (an nn.Module or a "
@@ -200,7 +220,7 @@ def compile(
     if target == "cuda":  # CUDA C + launch plan: qidao/compiler/cuda
         from qidao.compiler.cuda import compile_cuda
 
-        return compile_cuda(model, mode, threads=threads, **options)  # type: ignore[return-value]
+        return compile_cuda(model, mode, threads=threads, **options)
     if target != "cpu":
         raise ValueError(f"unknown target '{target}'; the targets are: cpu, cuda")
     check_mode(mode)
@@ -217,11 +237,15 @@ def compile(
         )
     from qidao.compiler.specialize import specialized
 
-    lazy = specialized(  # ONNX integer inputs / dynamic shapes: compiled per call
-        model, lambda module: compile(module, target, threads, mode, **options)
-    )
+    def compile_specialization(module: ModuleOp) -> Compiled:
+        compiled = compile(module, target, threads, mode, **options)
+        assert isinstance(compiled, Compiled)  # a tg module for the CPU
+        return compiled
+
+    # ONNX integer inputs / dynamic shapes: compiled per call
+    lazy = specialized(model, compile_specialization)
     if lazy is not None:
-        return lazy  # type: ignore[return-value]
+        return lazy
     settings = {**_OPTIONS, **options}
     level = debug_level(settings["debug"])
     verify_policy(settings["verify"])  # a bad value fails before any work

@@ -18,6 +18,7 @@ def tour(
 ) -> int:
     """Print ``model`` at each stage, run it on its example inputs, time it vs torch."""
     import qidao
+    from qidao.compiler.compile import Compiled
     from qidao.compiler.examples import EXAMPLES, get_example
 
     for stage in stages:
@@ -25,6 +26,12 @@ def tour(
     example = get_example(model) if model in EXAMPLES else None
     source = example.build() if example is not None else model
     compiled = qidao.compile(source, debug=debug)
+    if not isinstance(compiled, Compiled):
+        raise SystemExit(
+            f"qidao tour: {model} is compiled at its first call (integer inputs or "
+            "dynamic dimensions are bound then: qidao/compiler/specialize.py); run it "
+            "with inputs: qidao run MODEL --inputs in.npz"
+        )
     summary = {s.name: s.summary for s in STAGES + TEXT_STAGES}
     title = example.summary if example is not None else model
     print(f"qidao tour: {title}")
