@@ -57,7 +57,7 @@ def randn(*shape: int) -> np.ndarray[Any, Any]:
 # --- the workloads: graph, GPU schedule, inputs, reference -------------------------
 # (qidao/compiler/cuda/workloads.py: the same ones `qidao bench-cuda` times)
 
-Case = tuple[Graph, Callable[[Schedule], None], Arrays, Arrays]
+Case = tuple[Graph, Callable[[Schedule], None] | str, Arrays, Arrays]
 
 
 def case(workload: GpuWorkload) -> Case:
@@ -118,7 +118,7 @@ def test_split_gives_a_guard() -> None:
 
 
 def test_no_bound_loop_is_an_explicit_serial_launch() -> None:
-    compiled = compile_cuda(EXAMPLES["softmax"].build())
+    compiled = compile_cuda(EXAMPLES["softmax"].build(), schedule=None)
     (launch,) = compiled.program.launches
     assert launch.serial and launch.grid == (1, 1, 1) and launch.block == (1, 1, 1)
     assert "serial: no bound loop, one thread" in compiled.ir("cuda")
@@ -165,23 +165,24 @@ def test_cache_read_in_a_block_is_staged_in_shared_memory() -> None:
     assert "const long long qd_tid = (long long)threadIdx.x + 16 * (long long)" in (
         source
     )
-    assert "__shared__ float x_pack[768];" in source
-    assert "__shared__ float w_pack[256];" in source
+    assert "__shared__ __align__(16) float x_pack[768];" in source
+    assert "__shared__ __align__(16) float w_pack[256];" in source
     assert "for (long long k_o_cr = qd_tid; k_o_cr < 256; k_o_cr += 256) {" in source
     assert "const long long k_o_cr_i0 = k_o_cr / 16;" in source
     assert "const long long j_o_cr_i1 = j_o_cr % 48;" in source
-    # a barrier after each copy, one before the next copy of w overwrites the tile
+    # one barrier after the copies (x's waits for w's, at the top of the k_o loop
+    # that runs at least once), one before the next copy of w overwrites the tile
     order = [
-        "__shared__ float x_pack",
-        "__syncthreads();  // x_pack staged",
+        "__shared__ __align__(16) float x_pack",
         "for (long long k_o = 0; k_o < 3; ++k_o) {",
-        "__syncthreads();  // w_pack staged",
+        "__shared__ __align__(16) float w_pack",
+        "__syncthreads();  // x_pack, w_pack staged",
         "// loop 'i_i' bound to threadIdx.y",
         "__syncthreads();  // the next copy into w_pack waits",
     ]
     positions = [source.index(text) for text in order]
     assert positions == sorted(positions)
-    assert source.count("__syncthreads();") == 3
+    assert source.count("__syncthreads();") == 2
 
 
 def test_staging_copies_are_guarded_at_the_edges() -> None:
@@ -190,13 +191,15 @@ def test_staging_copies_are_guarded_at_the_edges() -> None:
     assert "if (k_o_o_cr_i0 < 50 - i_o * 16 && k_o_o_cr_i1 < 37 - k_o_o * 16) {" in (
         source
     )
-    assert source.count("__syncthreads();") == 4  # 2 copies, 2 loops around
+    # after both copies, and at the end of k_o_i, which also ends k_o_o's body
+    assert source.count("__syncthreads();") == 2
 
 
 def test_cache_read_inside_a_thread_loop_stays_per_thread() -> None:
     g, schedule, _, _ = matmul_case()
 
     def per_thread(s: Schedule) -> None:
+        assert callable(schedule)
         schedule(s)
         s.cache_read("main_k0_matmul", "j", "b")  # j is bound to threadIdx.x
 
@@ -271,13 +274,13 @@ def test_bind_checks_are_rerun_on_the_final_nest() -> None:
 
 @needs_gxx
 def test_emulator_catches_a_missing_barrier() -> None:
-    """Without the barrier after the copy of w, threads read tiles that others have
-    not written yet: the emulator's threads show it."""
+    """Without the barrier after the copies of x and w, threads read tiles that
+    others have not written yet: the emulator's threads show it."""
     g, schedule, inputs, reference = tiled_matmul_case(64, 48, 80)
     compiled = compile_cuda(g, schedule=schedule)
     program = compiled.program
     lines = program.source.splitlines()
-    kept = [line for line in lines if "// w_pack staged" not in line]
+    kept = [line for line in lines if "// x_pack, w_pack staged" not in line]
     assert len(kept) == len(lines) - 1
     racy = CudaFunction(dataclasses.replace(program, source="\n".join(kept)), "emulate")
     (got,) = racy(*inputs)
@@ -307,7 +310,7 @@ def test_nvcc_compiles_the_source(name: str, tmp_path: Path) -> None:
     ptx = (tmp_path / "k.ptx").read_text()
     assert ".entry" in ptx
     if name.startswith("tiled") or name.endswith("staged"):
-        assert ".shared .align 4 .b8" in ptx and "bar.sync" in ptx
+        assert ".shared .align 16 .b8" in ptx and "bar.sync" in ptx
 
 
 @needs_nvcc
@@ -354,7 +357,7 @@ def test_emulated_examples_serial(name: str, mode: str) -> None:
     views and ``affine.if`` padding, as the host plan passes them."""
     example = EXAMPLES[name]
     inputs = example.inputs(RNG)
-    compiled = compile_cuda(example.build(), mode=mode, device="emulate")
+    compiled = compile_cuda(example.build(), mode=mode, device="emulate", schedule=None)
     for got, want in zip(compiled(*inputs), example.reference(*inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
@@ -467,7 +470,12 @@ class FakeDriver:
         self.Context = Context
         self.Device = types.SimpleNamespace(count=lambda: 1)
         self.mem_alloc = Alloc
-        self.module_from_buffer = lambda cubin: self.loaded.append(cubin) or Module()
+
+        def module_from_buffer(cubin: bytes) -> Module:
+            self.loaded.append(cubin)
+            return Module()
+
+        self.module_from_buffer = module_from_buffer
 
     def init(self) -> None:
         pass
@@ -503,11 +511,12 @@ def test_pycuda_launcher_on_a_fake_driver(monkeypatch: pytest.MonkeyPatch) -> No
     ]:
         monkeypatch.setitem(sys.modules, name, module)
     archs: list[str] = []
-    monkeypatch.setattr(
-        runtime_cuda,
-        "compile_with_nvcc",
-        lambda source, arch, kind: archs.append(arch) or b"CUBIN",
-    )
+
+    def fake_nvcc(source: str, arch: str, kind: str) -> bytes:
+        archs.append(arch)
+        return b"CUBIN"
+
+    monkeypatch.setattr(runtime_cuda, "compile_with_nvcc", fake_nvcc)
     assert cuda_unavailable_reason() is None
     g, schedule, inputs, _ = tiled_matmul_case(50, 37, 70)
     program = compile_cuda(g, schedule=schedule).program

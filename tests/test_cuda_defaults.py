@@ -171,6 +171,14 @@ def test_every_kernel_gets_a_grid(name: str) -> None:
     assert "none: " not in report, report
 
 
+def test_rows_per_block() -> None:
+    """About ``ROW_BLOCKS`` blocks: 2 rows a block at 4096 rows, 8 at 16384."""
+    for rows, per in ((4096, 2), (16384, 8), (2048, 1)):
+        g, _, _ = softmax_case(rows, 4)(np.random.default_rng(0))
+        (report,) = compile_cuda(g).stats["default_schedule"].values()
+        assert f"a thread per row, {per} a block: i0_o -> blockIdx.x" in report
+
+
 def test_tiles_at_the_bench_sizes() -> None:
     """The first tile of ``MATMUL_TILES`` that divides M and N and gives 256
     blocks: 64 x 64 at 1024 (128 x 128 would leave most of an H200's 132 SMs
@@ -195,7 +203,8 @@ def test_schedule_none_keeps_the_loops_and_default_is_the_default() -> None:
     compiled = qidao.compile(g, target="cuda")
     assert compiled.stats["serial_launches"] == []
     assert compiled.stats["default_schedule"] == {
-        "main_k0_softmax": "rows: 'i0': a thread per row: i0 -> threadIdx.x"
+        "main_k0_softmax": "rows: 'i0': a thread per row, 1 a block: i0_o -> "
+        "blockIdx.x, i0_i -> threadIdx.x"
     }
 
 

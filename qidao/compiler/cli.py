@@ -231,8 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         default="cpu",
         choices=("cpu", "cuda"),
-        help="cpu (default) or cuda: CUDA C for the loops a schedule binds to "
-        "blockIdx/threadIdx (no GPU needed to print it)",
+        help="cpu (default) or cuda: CUDA C for the loops the default GPU schedule "
+        "(or a given one) binds to blockIdx/threadIdx (no GPU needed to print it)",
     )
     p.add_argument(
         "--stats",

@@ -293,6 +293,7 @@ static std::barrier<>* qd_block_barrier;
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 static inline void __syncthreads() { qd_block_barrier->arrive_and_wait(); }
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
 static inline double __longlong_as_double(long long b) {

@@ -11,8 +11,11 @@ The model goes through the stages up to ``schedule`` as on the CPU
 ``qidao.runtime.cuda.CudaFunction`` runs it. The device is opened on the first
 call, so ``ir("cuda")`` works on a machine without a GPU.
 
-There is no default GPU schedule: ``schedule="default"`` (``qidao.compile``'s
-default, which picks CPU schedules) means none here, and a kernel with no bound
+``schedule="default"`` (``qidao.compile``'s default) applies the default GPU
+schedules (``defaults.py``: elementwise nests on the grid, the matmul
+register-tiled with ``__shared__`` tiles, a thread per row for softmax and layer
+norm); ``stats["default_schedule"]`` says what each kernel got, or why it got
+nothing. ``schedule=None`` keeps the loops as lowered: a kernel with no bound
 loop runs on one GPU thread. ``stats["serial_launches"]`` lists those launches,
 and the plan marks them ``serial``.
 
@@ -27,16 +30,18 @@ staged in ``__shared__`` memory by the block's threads (see ``emit.py``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.context import make_context, make_pass
+from qidao.compiler.cuda.defaults import default_gpu_schedule
 from qidao.compiler.cuda.emit import CudaEmitError, emit_program
 from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import STAGES
-from qidao.compiler.schedule import ScheduleSpec, apply_schedule
+from qidao.compiler.schedule import Schedule, ScheduleSpec, apply_schedule
 from qidao.runtime.cuda import CudaFunction, CudaProgram, Device
 from qidao.runtime.executor import TensorSpec
 
@@ -114,7 +119,8 @@ def compile_cuda(
     """Compile ``model`` to CUDA C and a launch plan (see the module docstring).
 
     Options as ``qidao.compile``: ``fuse``, ``schedule`` (its ``bind`` calls map
-    loops to the grid), ``debug`` and ``opt_level`` (both ignored here).
+    loops to the grid; ``"default"``, the default: ``defaults.py``; None: the
+    loops as lowered), ``debug`` and ``opt_level`` (both ignored here).
     ``threads`` is ignored (CPU only). ``device`` is ``"cuda"`` (pycuda) or
     ``"emulate"`` (the CPU emulator), opened on the first call.
     """
@@ -128,16 +134,16 @@ def compile_cuda(
             f"unknown option(s) {', '.join(sorted(unknown))}; target 'cuda' takes "
             f"{', '.join(_OPTIONS)}"
         )
-    schedule: ScheduleSpec | None = options.get("schedule")
+    schedule: ScheduleSpec | None = options.get("schedule", "default")
+    applied: dict[str, Any] = {}
     if isinstance(schedule, str) and schedule == "default":
-        schedule = None  # the default schedules are CPU schedules
+        schedule = _default_schedule(applied)
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     module = load_model(model)
     seconds["import"] = time.perf_counter() - start
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
-    applied: dict[str, Any] = {}
     for stage in STAGES:
         start = time.perf_counter()
         for name in stage_passes(stage, mode, bool(options.get("fuse", True))):
@@ -160,6 +166,16 @@ def compile_cuda(
         **applied,
     }
     return CompiledCuda(snapshots, program, stats, mode, device)
+
+
+def _default_schedule(applied: dict[str, Any]) -> Callable[[Schedule], None]:
+    """The default GPU schedules as a schedule function; what each kernel got goes
+    to ``applied["default_schedule"]``."""
+
+    def apply(s: Schedule) -> None:
+        applied["default_schedule"] = default_gpu_schedule(s)
+
+    return apply
 
 
 __all__ = ["CUDA_STAGES", "CompiledCuda", "CudaEmitError", "compile_cuda"]

@@ -40,9 +40,9 @@ in ``__shared__`` memory, once per block instead of once per thread, when
 1. it is a ``memref.alloca`` followed by its copy loops ``<loop>_cr_i<d>`` (constant
    bounds from 0, ``min`` clips allowed, step 1) whose body stores a load into
    ``buffer[i0, ..., in]``, and every other use of it is a load;
-2. it is inside a ``blockIdx`` loop and outside every ``threadIdx`` loop (else it
-   stays a per-thread array: inside a ``threadIdx`` loop each thread reads its own
-   tile, outside every ``blockIdx`` loop there is no block to share it);
+2. it is inside a ``blockIdx`` loop (outside every ``blockIdx`` loop there is no
+   block to share it) and outside every ``threadIdx`` loop, or inside
+   ``threadIdx`` loops as *slices* (below);
 3. the loops and ``affine.if`` around it are bounded by constants, loop counters
    and pure arithmetic on them (provably uniform, so every thread of the block
    reaches its barriers); a load or an ``iter_args`` value there is refused;
@@ -53,13 +53,48 @@ The copy loops then run cooperatively: the points of the flattened copy (``q =
 i0 * n1 * ... + in``; clipped points skipped by a guard) are dealt out to the
 block's threads, thread ``qd_tid = threadIdx.x + blockDim.x * (threadIdx.y +
 blockDim.y * threadIdx.z)`` taking ``q = qd_tid``, ``qd_tid + threads``, ... (the
-block's shape is the launch's constant). A ``__syncthreads()`` follows each run of copies (before any
-read); when a serial loop is around the buffer (its block runs again, and the next
-copy would overwrite a tile other threads still read), another one ends the block
-that holds it. Barriers sit only in that uniform code, never inside a ``threadIdx``
-loop or its guard, so no thread skips one (the guard of a ``blockIdx`` loop is the
-same for the whole block). Refused: a staging buffer that breaks rule 3 or 4,
-with a ``CudaEmitError`` naming the kernel, the loop and the reason.
+block's shape is the launch's constant). A ``__syncthreads()`` follows each run of
+copies (before any read); when a serial loop is around the buffer (its block runs
+again, and the next copy would overwrite a tile other threads still read), another
+one ends the block that holds it. Two barriers merge: the one after a copy waits
+for the copy at the top of a serial loop right after it that runs at least once
+(``x_pack`` at ``k_o_o``, then ``w_pack`` at the top of ``k_o_i``: one barrier
+after both), and the one ending a block is left out when the block's last
+statement already was a barrier every thread ran (closing a loop that runs at
+least once). Barriers sit only in that uniform code, never inside a guarded
+``threadIdx`` loop, so no thread skips one (the guard of a ``blockIdx`` loop is
+the same for the whole block). Refused: a staging buffer that breaks rule 3 or 4,
+with a ``CudaEmitError`` naming the kernel, the loop and the reason. Staging
+arrays are ``__align__(16)``, so that nvcc loads four floats at a time where a
+thread reads them in a row.
+
+Slices. Inside ``threadIdx`` loops a ``cache_read`` buffer is each thread's own
+tile: the register-tiled matmul (``defaults.py``) puts its ``k_o`` loop inside
+the thread loops, and thread ``(ty, tx)`` packs rows ``ty * TM ..`` of A's tile
+and columns ``tx * TN ..`` of B's. Threads with the same ``ty`` pack the same
+rows, and the slices of all ``ty`` side by side are the block's tile: so the
+buffer is staged as one ``__shared__`` array of every slice, the copy dealt out
+to the block's threads as above, and each thread reads its slice in it
+(``staging.py`` says when: no guard on the thread loops around it, uniform code
+between, a source the launch does not write, each thread counter moving one
+dimension by exactly the slice's extent, and some threads sharing a slice). The
+sliced dimensions are stored last, so a thread's ``TM`` rows of A at one ``k``
+are contiguous (two 16-byte loads). Matmul 2048, ``x`` @ ``w``, 16 x 16 threads::
+
+    __shared__ __align__(16) float x_pack[1024];  // 128 x 8, stored in dimension
+        // order [1, 0]: each thread's 8 x 8 slice (16 slices along dimension 0
+        // by i_o_i), staged by the block's threads
+    for (long long k_o_o_cr = qd_tid; k_o_o_cr < 1024; k_o_o_cr += 256) {
+      const long long k_o_o_cr_i0_s = k_o_o_cr / 8;
+      const long long i_o_i_s = k_o_o_cr_i0_s / 8;      // whose slice
+      const long long k_o_o_cr_i0 = k_o_o_cr_i0_s % 8;  // where in it
+      const long long k_o_o_cr_i1 = k_o_o_cr % 8;
+      const float v64 = x[(k_o_o_cr_i0 + i_o_o * 128 + i_o_i_s * 8) * 2048
+                          + k_o_o_cr_i1 + k_o_o * 8];
+      x_pack[i_o_i_s * 8 + k_o_o_cr_i0 + k_o_o_cr_i1 * 128] = v64;
+    }
+    ...
+    const float v66 = x_pack[i_o_i * 8 + (k_o_i * 8 + k_i) * 128];  // its row 0
 
 Soundness. ``bind`` checks each binding when it is made, but the primitives
 applied after it (``split``, ``cache_read``, ...) do not rerun its checks, so the
@@ -68,7 +103,9 @@ with ``bind``'s reason. Rule 4 of ``bind`` (code outside the innermost bound loo
 writes only buffers allocated in the nest) treats a staging buffer as each
 thread's own; sharing it is still race-free, since each element is copied by one
 thread, read only after the barrier that follows the copy, and copied again only
-after the barrier that ends the block holding it.
+after the barrier that ends the block holding it. A slice staged for several
+threads holds what each of them would have copied (the same loads of a buffer
+the launch does not write), so sharing it changes no value either.
 
 Refused with a ``CudaEmitError`` naming the kernel and the op: vector ops
 (``vectorize`` is a CPU primitive), dynamic shapes or layouts, non-memref kernel
@@ -154,6 +191,7 @@ from qidao.passes._loops import (
     KERNEL_ATTR,
     MEMREF_VIEWS,
     ScheduleError,
+    constant_bounds,
     loop_name,
     root_buffer,
 )
@@ -440,6 +478,10 @@ def _math_name(base: str, t: Attribute) -> str:
 class _Pointer:
     name: str
     type: MemRefType[Attribute]
+    staging: Staging | None = None
+    """A ``__shared__`` staging buffer: its layout is ``staging.shape`` with
+    ``staging.strides``, and a thread's slice starts at ``counter * extent``
+    along each sliced dimension (``Staging.slices``)."""
 
 
 class _Writer:
@@ -464,12 +506,20 @@ class _Writer:
         self.copies = {s.loops[0]: s for s in self.staging.values()}
         self.repeated = {s.block for s in self.staging.values() if s.repeats}
         self.threads = threads
+        self.carried: list[str] = []
+        """Staging buffers copied just before the loop being entered, whose
+        barrier the copies at the top of its body give (``stages_first``)."""
+        self.synced = False
+        """The last statement was a ``__syncthreads()`` that every thread ran
+        after the code before it (closing a loop that runs at least once, or a
+        bound loop's scope without a guard, keeps it)."""
 
     def fail(self, op: Operation, reason: str) -> CudaEmitError:
         return CudaEmitError(f"kernel '{self.kernel}': '{op.name}': {reason}")
 
     def line(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
+        self.synced = text.startswith("__syncthreads();")
 
     def fresh(self, hint: str | None, fallback: str = "v") -> str:
         """A new C name: the IR's name hint, or ``v0``, ``v1``, ... without one."""
@@ -510,6 +560,12 @@ class _Writer:
             )
         offset, strides = layout_of(pointer.type, self.kernel)
         terms = [str(offset)] if offset else []
+        staging = pointer.staging
+        if staging is not None:  # the slices of a __shared__ buffer
+            strides = staging.strides
+            for d, (counter, _) in staging.slices.items():
+                start = staging.extents[d] * strides[d]  # a slice's first element
+                terms.append(f"{_factor(self.name(counter))} * {start}")
         for index, stride in zip(indices, strides, strict=True):
             if index == "0" or stride == 0:
                 continue
@@ -529,7 +585,9 @@ class _Writer:
         """The ops of ``block``; a ``__syncthreads()`` after each run of staging
         copies, and one at the end when a staging buffer of this block is copied
         again by the next iteration of a loop around it."""
-        pending: list[str] = []  # staging buffers written since the last barrier
+        # staging buffers written since the last barrier (with those of the block
+        # around, when its barrier was left to the copies at the top of this one)
+        pending, self.carried = self.carried, []
         for op in block.ops:
             copy = self.copies.get(op) if isinstance(op, affine.ForOp) else None
             if copy is not None:
@@ -538,11 +596,17 @@ class _Writer:
                     self.barrier(pending)  # it copies a buffer staged just before
                 self.staged_copy(copy)
                 pending.append(self.pointers[copy.alloca.memref].name)
-            elif not (isinstance(op, memref.AllocaOp) and op in self.staging):
+            elif isinstance(op, memref.AllocaOp) and op in self.staging:
+                pass
+            elif pending and self.stages_first(op):
+                self.carried, pending = pending, []  # one barrier after both copies
+            else:
                 self.barrier(pending)
             self.op(op)
         self.barrier(pending)
-        if block in self.repeated:
+        if block in self.repeated and not self.synced:
+            # (when the last statement was a barrier that every thread ran after
+            # its last read, this one would add nothing)
             staged = [
                 self.pointers[s.alloca.memref].name
                 for s in self.staging.values()
@@ -557,6 +621,21 @@ class _Writer:
         if pending:
             self.line(f"__syncthreads();  // {', '.join(pending)} staged")
             pending.clear()
+
+    def stages_first(self, op: Operation) -> bool:
+        """True when ``op`` is a serial loop that runs at least once and begins
+        with a staging copy: the barrier after the copies before it can wait for
+        the barrier after that copy (one barrier for both)."""
+        if not isinstance(op, affine.ForOp) or bound_axis(op) or op.inits:
+            return False
+        bounds = constant_bounds(op)
+        first = op.body.block.first_op
+        return (
+            bounds is not None
+            and bounds[1] > bounds[0]
+            and isinstance(first, memref.AllocaOp)
+            and first in self.staging
+        )
 
     def op(self, op: Operation) -> None:
         if isinstance(op, affine.YieldOp | func.ReturnOp):
@@ -607,12 +686,21 @@ class _Writer:
             assert isinstance(t, MemRefType)
             elem = c_type(t.get_element_type())
             name = self.fresh(op.memref.name_hint, "buf")
-            shape = " x ".join(map(str, staging.extents))
+            shape = " x ".join(map(str, staging.shape))
+            what = "staged by the block's threads"
+            if staging.slices:
+                slices = ", ".join(
+                    f"{n} slices along dimension {d} by {self.name(counter)}"
+                    for d, (counter, n) in staging.slices.items()
+                )
+                what = f"each thread's {' x '.join(map(str, staging.extents))} slice ({slices}), {what}"
+            if staging.order != sorted(staging.order):
+                shape += f", stored in dimension order {staging.order}"
             self.line(
-                f"__shared__ {elem} {name}[{math.prod(staging.extents)}];  "
-                f"// {shape}: staged by the block's threads"
+                f"__shared__ __align__(16) {elem} {name}[{math.prod(staging.shape)}];"
+                f"  // {shape}: {what}"
             )
-            self.pointers[op.memref] = _Pointer(name, t)
+            self.pointers[op.memref] = _Pointer(name, t, staging)
             return
         if isinstance(op, memref.AllocaOp | memref.AllocOp):
             t = op.memref.type
@@ -748,23 +836,29 @@ class _Writer:
             guards = []
         self.block(op.body.block)
         self.assign_yield(op.body.block, carried)
+        synced = self.synced
         if axis is not None and guards:
             self.depth -= 1
             self.line("}")
         self.depth -= 1
         self.line("}")
+        bounds = constant_bounds(op)
+        runs = axis is not None or (bounds is not None and bounds[1] > bounds[0])
+        self.synced = synced and runs and not guards
 
     def staged_copy(self, staging: Staging) -> None:
         """The copy nest of a staging buffer, its points spread over the block's
         threads: point ``q`` is run by thread ``q % threads``."""
         threads = self.threads
-        total = math.prod(staging.extents)
+        shape = staging.shape
+        total = math.prod(shape)
         q = self.fresh(f"{staging.loop}_cr")
         self.line(f"for (long long {q} = {TID}; {q} < {total}; {q} += {threads}) {{")
         self.depth += 1
         names = []
         inner = total
-        for loop, extent in zip(staging.loops, staging.extents, strict=True):
+        saved = {c: self.names[c] for c, _ in staging.slices.values()}
+        for d, (loop, extent) in enumerate(zip(staging.loops, shape, strict=True)):
             inner //= extent
             name = self.fresh(loop_name(loop), "i")
             self.names[loop.body.block.args[0]] = name
@@ -774,6 +868,15 @@ class _Writer:
                 index = "0"
             elif inner * extent != total:
                 index = f"({index}) % {extent}" if inner != 1 else f"{q} % {extent}"
+            if d in staging.slices:  # which slice, and where in it
+                counter, _ = staging.slices[d]
+                slice_extent = staging.extents[d]
+                point = self.fresh(f"{name}_s")
+                self.line(f"const long long {point} = {index};")
+                which = self.fresh(f"{saved[counter]}_s")
+                self.line(f"const long long {which} = {point} / {slice_extent};")
+                self.names[counter] = which
+                index = f"{point} % {slice_extent}"
             self.line(f"const long long {name} = {index};")
         guards = []
         for loop, name in zip(staging.loops, names, strict=True):
@@ -793,6 +896,7 @@ class _Writer:
             self.line("}")
         self.depth -= 1
         self.line("}")
+        self.names.update(saved)
 
     def assign_yield(self, block: Block, targets: Sequence[str]) -> None:
         if not targets:

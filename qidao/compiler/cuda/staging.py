@@ -5,24 +5,59 @@ buffers that follow them (:func:`find_staging`) and refuses, with a
 ``CudaEmitError`` naming the kernel, the loop and the reason, the ones that are
 placed for sharing but cannot be shared safely (non-uniform control around them,
 over 48 KiB per block). An alloca that is not a ``cache_read`` buffer, or that sits
-inside a ``threadIdx`` loop or outside every ``blockIdx`` loop, stays a per-thread
-local array, as ``bind``'s rule 4 assumes.
+outside every ``blockIdx`` loop, stays a per-thread local array, as ``bind``'s
+rule 4 assumes.
+
+Inside ``threadIdx`` loops a ``cache_read`` buffer is each thread's own slice (the
+register-tiled matmul: thread ``ty`` packs rows ``ty * 4 .. ty * 4 + 3`` of the
+block's tile of A, every thread of that row of threads the same rows). It is
+staged too when the slices tile a block-wide box (:func:`_thread_slices`): the
+``__shared__`` array holds every slice, side by side along the dimension whose
+index the thread counter moves by exactly the slice's extent (``a[4 * ty + r,
+k]`` with 4 rows a slice: the 16 slices of 4 rows are the block's 64 rows, in
+the source's order), the block's threads copy all of it together, and each thread
+reads its slice at ``ty * 4 + r``. It stays per-thread (valid, just not shared)
+unless: the ``threadIdx`` loops around it have no guard (every thread reaches the
+barriers), the code around it is uniform as in rule 3, the copy reads a buffer
+the launch does not write, each thread counter it uses moves one dimension by
+the slice's extent, and some threads share a slice (else there is nothing to
+share).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func, memref
-from xdsl.dialects.builtin import Float64Type, IndexType, IntegerType, MemRefType
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineSymExpr
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineSymExpr,
+)
 from xdsl.traits import is_side_effect_free
 
-from qidao.passes._loops import constant_of, iv, loop_name, step_of
-from qidao.passes.bind import BLOCK_AXES, THREAD_AXES, bound_axis, launch_extent
+from qidao.passes._loops import constant_of, iv, loop_name, root_buffer, step_of
+from qidao.passes.bind import (
+    BLOCK_AXES,
+    THREAD_AXES,
+    bound_axis,
+    gpu_loops,
+    launch_extent,
+    needs_guard,
+)
 
 MAX_SHARED_BYTES = 48 * 1024
 """CUDA's limit on static ``__shared__`` memory per block; more is refused."""
@@ -41,6 +76,10 @@ class Staging:
     are run cooperatively by the block's threads), ``extents`` the buffer's shape.
     ``repeats`` is set when a serial loop is around it: the block that holds it
     runs more than once, so a barrier ends it before the next copy overwrites it.
+    ``slices`` (a buffer inside ``threadIdx`` loops): dimension ``d`` -> the thread
+    counter that picks a slice along it and the number of slices; the
+    ``__shared__`` array has ``shape``, and a thread's slice starts at
+    ``counter * extents[d]`` along ``d``.
     """
 
     alloca: memref.AllocaOp
@@ -49,6 +88,38 @@ class Staging:
     extents: list[int]
     nbytes: int
     repeats: bool
+    slices: dict[int, tuple[SSAValue, int]] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> list[int]:
+        """The shape of the ``__shared__`` array: ``extents``, times the number of
+        slices along the dimensions threads slice."""
+        return [
+            extent * self.slices[d][1] if d in self.slices else extent
+            for d, extent in enumerate(self.extents)
+        ]
+
+    @property
+    def order(self) -> list[int]:
+        """The dimensions of ``shape`` in memory, outer first: the sliced ones
+        last, so that a thread's slice is contiguous where it reads along them
+        (the register tile reads ``tm`` rows of A at one k: with A's tile stored
+        k-major, two 16-byte loads instead of eight, and threads of different
+        slices hit different banks)."""
+        rank = len(self.extents)
+        sliced = [d for d in range(rank) if d in self.slices and self.extents[d] > 1]
+        return [d for d in range(rank) if d not in sliced] + sliced
+
+    @property
+    def strides(self) -> list[int]:
+        """The stride of each dimension of ``shape`` (in elements), laid out in
+        ``order``."""
+        shape, strides = self.shape, [0] * len(self.extents)
+        step = 1
+        for d in reversed(self.order):
+            strides[d] = step
+            step *= shape[d]
+        return strides
 
     @property
     def block(self) -> Block:
@@ -161,7 +232,15 @@ def _uniform(value: SSAValue) -> bool:
     )
 
 
-def _staging(fn: func.FuncOp, kernel: str, alloca: memref.AllocaOp) -> Staging | None:
+def _staging(
+    fn: func.FuncOp,
+    kernel: str,
+    alloca: memref.AllocaOp,
+    threads: int,
+    written: set[SSAValue],
+) -> Staging | None:
+    """``threads``: the launch's threads per block; ``written``: the buffers (roots)
+    the launch stores to."""
     loops = _copy_loops(alloca)
     if loops is None or not _only_read_after_copy(alloca, loops):
         return None
@@ -175,10 +254,10 @@ def _staging(fn: func.FuncOp, kernel: str, alloca: memref.AllocaOp) -> Staging |
         around.append(op)
         op = op.parent_op()
     axes = [bound_axis(a) for a in around if isinstance(a, affine.ForOp)]
-    if any(axis in THREAD_AXES for axis in axes):
-        return None  # inside a threadIdx loop: each thread's own copy
     if not any(axis in BLOCK_AXES for axis in axes):
         return None  # outside every blockIdx loop: no block to share it
+    if any(axis in THREAD_AXES for axis in axes):
+        return _thread_slices(fn, alloca, name, loops, around, threads, written)
     for a in around:
         if isinstance(a, affine.ForOp):
             operands = [*a.lowerBoundOperands, *a.upperBoundOperands]
@@ -225,16 +304,158 @@ def _itemsize(t: Attribute) -> int:
     return 4
 
 
+Linear = dict[SSAValue | None, int]
+"""An affine expression as value -> coefficient (``None``: the constant)."""
+
+
+def _linear(expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int) -> Linear:
+    """``expr`` over ``operands``; raises ValueError when it is not linear."""
+    if isinstance(expr, AffineConstantExpr):
+        return {None: expr.value}
+    if isinstance(expr, AffineDimExpr):
+        return {operands[expr.position]: 1}
+    if isinstance(expr, AffineSymExpr):
+        return {operands[num_dims + expr.position]: 1}
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs = _linear(expr.lhs, operands, num_dims)
+        rhs = _linear(expr.rhs, operands, num_dims)
+        if expr.kind == AffineBinaryOpKind.Add:
+            total = dict(lhs)
+            for key, c in rhs.items():
+                total[key] = total.get(key, 0) + c
+            return {k: c for k, c in total.items() if c}
+        if expr.kind == AffineBinaryOpKind.Mul:
+            for factor, other in ((lhs, rhs), (rhs, lhs)):
+                if set(factor) <= {None}:
+                    scale = factor.get(None, 0)
+                    return {k: c * scale for k, c in other.items() if c * scale}
+    raise ValueError(f"not linear: {expr}")
+
+
+def _noalias(fn: func.FuncOp, root: SSAValue) -> bool:
+    """False for a kernel argument without ``llvm.noalias`` (it may be another
+    argument's memory)."""
+    if not (isinstance(root, BlockArgument) and root.owner is fn.body.block):
+        return True
+    attrs = fn.arg_attrs
+    entry = attrs.data[root.index] if attrs is not None else None
+    return isinstance(entry, DictionaryAttr) and "llvm.noalias" in entry.data
+
+
+def _thread_slices(
+    fn: func.FuncOp,
+    alloca: memref.AllocaOp,
+    name: str,
+    loops: list[affine.ForOp],
+    around: list[Operation],
+    threads: int,
+    written: set[SSAValue],
+) -> Staging | None:
+    """A ``cache_read`` buffer inside ``threadIdx`` loops staged as the slices of a
+    block-wide box (module docstring), or None: it stays each thread's own."""
+    counters: dict[SSAValue, int] = {}  # thread counter -> its extent
+    for a in around:
+        if isinstance(a, affine.ForOp) and bound_axis(a) in THREAD_AXES:
+            extent = launch_extent(a)
+            if (
+                needs_guard(a)
+                or extent is None
+                or constant_of(a.lowerBoundMap.data) != 0
+                or step_of(a) != 1
+            ):
+                return None  # some threads would skip the barriers
+            counters[iv(a)] = extent
+        elif isinstance(a, affine.ForOp):
+            operands = [*a.lowerBoundOperands, *a.upperBoundOperands]
+            if not all(_uniform(v) for v in operands):
+                return None
+        elif isinstance(a, affine.IfOp):
+            if not all(_uniform(v) for v in a.operands):
+                return None
+        else:
+            return None
+    load = next(iter(loops[-1].body.block.ops))
+    assert isinstance(load, affine.LoadOp)
+    source = root_buffer(load.memref)
+    if source in written or (
+        not _noalias(fn, source) and not all(_noalias(fn, w) for w in written)
+    ):
+        return None  # another thread may write what the copy reads
+    ivs = {iv(loop): d for d, loop in enumerate(loops)}
+    affine_map = load.map.data
+    try:
+        results = [
+            _linear(r, list(load.indices), affine_map.num_dims)
+            for r in affine_map.results
+        ]
+    except ValueError:
+        return None
+    t = alloca.memref.type
+    assert isinstance(t, MemRefType)
+    extents = list(t.get_shape())
+    slices: dict[int, tuple[SSAValue, int]] = {}
+    for terms in results:
+        used = [v for v in terms if v is not None and v in counters]
+        for v in terms:
+            if v is not None and v not in counters and v not in ivs and not _uniform(v):
+                return None
+        if not used:
+            continue
+        dims = [ivs[v] for v in terms if v is not None and v in ivs]
+        if len(used) != 1 or len(dims) != 1:
+            return None  # a counter with another, or in no copy dimension
+        (counter,), (d,) = used, dims
+        if (
+            terms[iv(loops[d])] != 1
+            or terms[counter] != extents[d]  # slices side by side, no overlap
+            or d in slices
+            or any(counter is c for c, _ in slices.values())
+        ):
+            return None
+        slices[d] = (counter, counters[counter])
+    for d, loop in enumerate(loops):  # the clipped bounds of the copy
+        for v in loop.upperBoundOperands:
+            inner = {iv(lp) for lp in loops[:d]}
+            if v in inner or _uniform(v):
+                continue
+            if not any(v is c for c, _ in slices.values()):
+                return None
+    if not slices or math.prod(n for _, n in slices.values()) >= threads:
+        return None  # nothing to share
+    shape = [e * slices[d][1] if d in slices else e for d, e in enumerate(extents)]
+    return Staging(
+        alloca,
+        name,
+        loops,
+        extents,
+        math.prod(shape) * _itemsize(t.get_element_type()),
+        any(isinstance(a, affine.ForOp) and bound_axis(a) is None for a in around),
+        slices,
+    )
+
+
 def find_staging(
     fn: func.FuncOp, kernel: str, function: str, ops: Sequence[Operation]
 ) -> dict[memref.AllocaOp, Staging]:
     """The ``__shared__`` staging buffers of one launch (``ops``, its top-level
     ops; ``function``, its ``__global__`` name), by alloca."""
     found: dict[memref.AllocaOp, Staging] = {}
+    threads = math.prod(
+        launch_extent(loop) or 1
+        for top in ops
+        for loop in gpu_loops(top)
+        if bound_axis(loop) in THREAD_AXES
+    )
+    written: set[SSAValue] = {
+        root_buffer(op.memref)
+        for top in ops
+        for op in top.walk()
+        if isinstance(op, affine.StoreOp | memref.StoreOp)
+    }
     for top in ops:
         for op in top.walk():
             if isinstance(op, memref.AllocaOp):
-                staging = _staging(fn, kernel, op)
+                staging = _staging(fn, kernel, op, threads, written)
                 if staging is not None:
                     found[op] = staging
     total = sum(s.nbytes for s in found.values())

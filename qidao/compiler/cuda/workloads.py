@@ -24,10 +24,14 @@ The schedules:
   the last block guarded.
 - ``softmax``: a block per row, one thread walking it; ``softmax_rows``: a thread
   per row, 128 rows per block.
+- ``*_default``: the same graphs with ``schedule="default"``, the default GPU
+  schedules of ``defaults.py`` (the matmul register-tiled, a thread per row for
+  softmax, blocks of 256 threads for the chain), beside the hand-written ones.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +50,8 @@ class GpuWorkload:
     name: str
     summary: str
     build: Callable[[], Graph]
-    schedule: Callable[[Schedule], None]
+    schedule: Callable[[Schedule], None] | str
+    """A GPU schedule, or ``"default"``: ``qidao.compile``'s default GPU schedules."""
     inputs: Callable[[np.random.Generator], Arrays]
     reference: Callable[..., Arrays]
     """NumPy, in float64 where rounding would otherwise blur the check (matmul)."""
@@ -315,6 +320,18 @@ def softmax(rows: int, cols: int, per_thread: int = 0, name: str = "") -> GpuWor
     )
 
 
+def default_scheduled(workload: GpuWorkload, name: str = "") -> GpuWorkload:
+    """``workload`` compiled with the default GPU schedules (``defaults.py``)
+    instead of its hand-written one; named ``<name>_default``."""
+    graph = workload.summary.split(":")[0].split(", blocks of")[0]
+    return dataclasses.replace(
+        workload,
+        name=name or f"{workload.name}_default",
+        summary=f"{graph}: the default GPU schedule",
+        schedule="default",
+    )
+
+
 def _by_name(*workloads: GpuWorkload) -> dict[str, GpuWorkload]:
     return {w.name: w for w in workloads}
 
@@ -329,11 +346,27 @@ TEST_WORKLOADS: dict[str, GpuWorkload] = _by_name(
     tiled_matmul(50, 37, 70, name="tiled_tails"),
     tiled_matmul(64, 48, 80, x_at="j_o", name="tiled_panel"),
     tiled_matmul(50, 37, 70, x_at="j_o", name="tiled_panel_tails"),
+    # the default schedules: a thread per element (no register tile divides 37 x
+    # 45), a 16 x 16 register tile with a k tail (37), a thread per row, a tail
+    default_scheduled(matmul(37, 20, 45), "matmul_default"),
+    default_scheduled(tiled_matmul(64, 37, 80), "tiled_default"),
+    default_scheduled(softmax(9, 50), "softmax_default"),
+    default_scheduled(tanh_chain(1000), "chain_default"),
 )
 """Small: every edge (guards, tails, staging) at a size the emulator runs fast."""
 
+DEFAULT_WORKLOADS: dict[str, GpuWorkload] = _by_name(
+    default_scheduled(matmul(1024, 1024, 1024)),
+    default_scheduled(matmul(2048, 2048, 2048)),
+    default_scheduled(softmax(4096, 1024)),
+    default_scheduled(five_op_chain(24)),
+)
+"""Sizes that fill a GPU, with the default GPU schedules: ``qidao bench-cuda``
+runs them first."""
+
 BENCH_WORKLOADS: dict[str, GpuWorkload] = {
     **TEST_WORKLOADS,
+    **DEFAULT_WORKLOADS,
     **_by_name(
         matmul(1024, 1024, 1024),
         tiled_matmul(1024, 1024, 1024),
@@ -354,9 +387,11 @@ LARGE_WORKLOADS: tuple[str, ...] = tuple(
 
 __all__ = [
     "BENCH_WORKLOADS",
+    "DEFAULT_WORKLOADS",
     "LARGE_WORKLOADS",
     "TEST_WORKLOADS",
     "GpuWorkload",
+    "default_scheduled",
     "five_op_chain",
     "matmul",
     "softmax",
