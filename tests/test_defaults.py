@@ -42,7 +42,9 @@ def matmul_graph(m: int, k: int, n: int, epilogue: bool = False) -> Graph:
         ("tg.softmax", "rows"),
         ("tg.sub+tg.reduce_mean+tg.mul", "rows"),
         ("tg.mul+tg.add+tg.relu", "elementwise"),
-        ("tg.max_pool2d", "other"),
+        ("tg.max_pool2d", "pool"),
+        ("tg.avg_pool2d", "pool"),
+        ("tg.constant", "other"),
     ],
 )
 def test_kind_of(ops: str, kind: str) -> None:
@@ -185,3 +187,40 @@ def test_transposed_rhs_is_packed_by_a_scalar_copy() -> None:
     a, b = rand(4, 64, 32), rand(4, 64, 32, seed=1)
     want = a @ b.transpose(0, 2, 1)
     np.testing.assert_allclose(compiled(a, b)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def _conv_pool(channels: int, pool: str, size: int = 16) -> Graph:
+    """conv -> relu -> pool: the layout pass makes the chain NHWC."""
+    rng = np.random.default_rng(1)
+    g = Graph("main")
+    x = g.input("x", (1, 4, size, size))
+    w = g.constant(rng.standard_normal((channels, 4, 3, 3)).astype(np.float32))
+    y = g.relu(g.conv2d(x, w, padding=1))
+    if pool == "max":
+        g.output(g.max_pool2d(y, 3, strides=2, padding=1))
+    else:
+        g.output(g.avg_pool2d(y, 3, strides=2, padding=1, count_include_pad=False))
+    return g
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("channels", [32, 20])  # 20: a vector and a scalar tail
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_nhwc_pool_default_vectorizes_channels(
+    pool: str, channels: int, threads: int
+) -> None:
+    x = np.random.default_rng(2).standard_normal((1, 4, 16, 16)).astype(np.float32)
+    scheduled = qidao.compile(_conv_pool(channels, pool), threads=threads)
+    raw = qidao.compile(_conv_pool(channels, pool), threads=threads, schedule=None)
+    np.testing.assert_allclose(scheduled(x)[0], raw(x)[0], rtol=1e-6, atol=1e-6)
+    report = scheduled.stats["default_schedule"]
+    (pool_kernel,) = [k for k in report if "pool" in k]
+    assert report[pool_kernel].startswith("pool: channel loops c_init, c")
+    assert "vectorize" in scheduled.stats["schedule"]
+
+
+def test_pool_with_few_channels_keeps_its_loops_and_says_why() -> None:
+    scheduled = qidao.compile(_conv_pool(8, "max"), threads=1)
+    report = scheduled.stats["default_schedule"]
+    (pool_kernel,) = [k for k in report if "pool" in k]
+    assert "8 channels: fewer than one vector of 16" in report[pool_kernel]

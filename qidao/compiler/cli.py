@@ -6,6 +6,7 @@
     qidao compile MODEL --mode eager --emit affine
     qidao compile MODEL --target cuda --emit cuda   # CUDA C + launch plan
     qidao run MODEL --inputs in.npz --save out.npz
+    qidao profile MODEL --threads 1 # the median time of every kernel, largest first
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
     qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
@@ -107,6 +108,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             **{s.name: o for s, o in zip(compiled.outputs, outputs, strict=True)},
         )
         print(f"saved to {args.save}")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from qidao.compiler.compile import Compiled
+
+    compiled = _compile(args.model, args.debug, profile=True, threads=args.threads)
+    if not isinstance(compiled, Compiled):
+        raise SystemExit(
+            f"qidao profile: {args.model} is compiled at its first call (integer "
+            "inputs or dynamic dimensions are bound then: qidao/compiler/specialize.py)"
+        )
+    inputs = _inputs(args, compiled)
+    print(
+        f"qidao profile: {args.model}, {compiled.stats['kernels']} kernels, "
+        f"{compiled.stats['threads']} thread(s)"
+    )
+    print(compiled.profile(*inputs, runs=args.runs))
     return 0
 
 
@@ -252,6 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", help="write the outputs to this .npz")
     _mode_argument(p)
     p.set_defaults(run=cmd_run)
+
+    p = sub.add_parser("profile", help="time every kernel of a model (median)")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument("--inputs", help=".npz with one array per graph input name")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    p.add_argument("--threads", type=int, default=None, help="default: all cores")
+    p.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
+    p.set_defaults(run=cmd_profile)
 
     p = sub.add_parser("bench", help="time built-in workloads against PyTorch eager")
     p.add_argument(

@@ -46,9 +46,18 @@ from qidao.compiler.pipeline import STAGES, Stage, check_stage
 from qidao.compiler.schedule import Schedule, ScheduleSpec, apply_schedule
 from qidao.dialects.tg.types import dtype_name, is_row_major
 from qidao.passes.bind import refuse_gpu_bindings
+from qidao.passes.instrument_kernels import KERNELS_ATTR
 from qidao.passes.plan_memory import memory_stats
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
+from qidao.runtime.profile import (
+    CALLS_GLOBAL,
+    NS_GLOBAL,
+    RUNTIME_IR,
+    KernelCounters,
+    Profile,
+    measure,
+)
 
 ENTRY = "main"
 _OPTIONS: dict[str, Any] = {
@@ -58,6 +67,7 @@ _OPTIONS: dict[str, Any] = {
     "schedule": "default",
     "records": None,
     "verify": None,
+    "profile": False,
 }
 SCHEDULE_STAGE = "schedule"
 """A ``schedule=`` runs in this stage: ``ir("affine")`` shows the loops before it,
@@ -142,6 +152,32 @@ class Compiled:
         if stage == "asm":
             return self._jit.assembly()
         return str(self._stage_ir[stage])
+
+    def profile(self, *arrays: Any, runs: int = 50) -> Profile:
+        """Median time of each kernel over ``runs`` calls on ``arrays`` (after 3
+        warm-up calls), and of the whole call; needs ``qidao.compile(...,
+        profile=True)``. ``print(compiled.profile(x))`` prints the table."""
+        host = entry_function(self._stage_ir["scf"])
+        names = host.attributes.get(KERNELS_ATTR)
+        if names is None:
+            raise ValueError(
+                "this model was compiled without profile=True: "
+                "qidao.compile(model, profile=True) times its kernels"
+            )
+        assert isinstance(names, ArrayAttr)
+        labels = kernel_labels(self._stage_ir["affine"])
+        kernels = [
+            (n.data, labels.get(n.data, ""))
+            for n in names.data
+            if isinstance(n, StringAttr)
+        ]
+        counters = KernelCounters(
+            self._jit.global_address(NS_GLOBAL),
+            self._jit.global_address(CALLS_GLOBAL),
+            len(kernels),
+        )
+        self(*arrays)  # the arguments are checked once, before any timing
+        return measure(lambda: self._call(*arrays), counters, kernels, runs)
 
     def module(self, stage: str = "tg") -> ModuleOp:
         """A copy of the IR of one IR stage (``input`` ... ``llvm-dialect``)."""
@@ -274,13 +310,18 @@ def compile(
         schedule=schedule,
         applied=applied,
         verify=settings["verify"],
+        profile=bool(settings["profile"]),
     )
     start = time.perf_counter()
     llvm_ir = llvm_ir_text(module)
     seconds["emit-llvm"] = time.perf_counter() - start
     start = time.perf_counter()
     trampoline = ndarray_entry_ir(ENTRY, len(inputs) + len(outputs))
-    jit = jit_compile(llvm_ir + trampoline, opt_level=int(settings["opt_level"]))
+    jit = jit_compile(
+        llvm_ir + trampoline,
+        opt_level=int(settings["opt_level"]),
+        runtime_ir=RUNTIME_IR if settings["profile"] else None,
+    )
     native = NativeFunction(jit, ENTRY, inputs, outputs)
     seconds["jit"] = time.perf_counter() - start
     stats: dict[str, Any] = {
@@ -349,13 +390,15 @@ def lower(
     schedule: ScheduleSpec | None = None,
     applied: dict[str, Any] | None = None,
     verify: str | None = None,
+    profile: bool = False,
 ) -> dict[str, ModuleOp]:
     """Run every IR stage in place; return a snapshot of the module after each.
 
     ``threads`` is the thread count parallel loops start (0: libgomp's default).
     ``schedule`` is applied at the end of ``SCHEDULE_STAGE``; its trace (Python)
     goes to ``applied["schedule"]``. ``verify`` (``"stage"`` or ``"each"``, see
-    ``qidao.compiler.debug``) says how often the IR is verified.
+    ``qidao.compiler.debug``) says how often the IR is verified. ``profile`` runs
+    ``instrument-kernels`` first in the ``scf`` stage (after the schedule).
     """
     check_mode(mode)
     each = verify_policy(verify) == "each"
@@ -366,6 +409,8 @@ def lower(
     for stage in STAGES:
         start = time.perf_counter()
         names = stage_passes(stage, mode, fuse)
+        if profile and stage.name == "scf":
+            names = ["instrument-kernels", *names]
         for name in names:
             options = {"threads": threads} if name == "convert-parallel-to-gomp" else {}
             make_pass(name, **options).apply(ctx, module)
@@ -406,6 +451,17 @@ def entry_function(module: ModuleOp) -> func.FuncOp:
         if isinstance(op, func.FuncOp) and op.sym_name.data == ENTRY:
             return op
     raise ValueError(f"the model has no entry function @{ENTRY}")
+
+
+def kernel_labels(module: ModuleOp) -> dict[str, str]:
+    """Kernel name -> its ``qd.kernel`` label (the tg ops it computes)."""
+    labels = {}
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            label = op.attributes.get("qd.kernel")
+            if isinstance(label, StringAttr):
+                labels[op.sym_name.data] = label.data
+    return labels
 
 
 def _names(fn: func.FuncOp, attr: str, default: Sequence[str]) -> list[str]:

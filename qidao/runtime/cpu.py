@@ -147,7 +147,11 @@ def _with_host_attributes(ir_text: str, cpu: str, features: str) -> str:
 class JitModule:
     """One compiled LLVM module; function addresses stay valid while it lives."""
 
-    def __init__(self, llvm_ir: str, opt_level: int = 3) -> None:
+    def __init__(
+        self, llvm_ir: str, opt_level: int = 3, runtime_ir: str | None = None
+    ) -> None:
+        """``runtime_ir``: a second module of helpers the first one declares and
+        calls (the profile timers), compiled into the same engine."""
         _initialize()
         if _uses_openmp(llvm_ir):
             load_openmp_runtime()
@@ -171,6 +175,15 @@ class JitModule:
             pass_builder.getModulePassManager().run(module, pass_builder)
         self._module = module
         self._engine = llvm.create_mcjit_compiler(module, self._tm)
+        if runtime_ir is not None:
+            try:
+                runtime = llvm.parse_assembly(runtime_ir)
+                runtime.verify()
+            except RuntimeError as err:
+                raise JitError(f"LLVM rejected the runtime IR: {err}") from err
+            runtime.triple = module.triple
+            runtime.data_layout = module.data_layout
+            self._engine.add_module(runtime)
         self._engine.finalize_object()
         self._engine.run_static_constructors()
 
@@ -179,6 +192,13 @@ class JitModule:
         address = int(self._engine.get_function_address(name))
         if address == 0:
             raise JitError(f"no function named '{name}' in the compiled module")
+        return address
+
+    def global_address(self, name: str) -> int:
+        """The native address of the global variable ``name``."""
+        address = int(self._engine.get_global_value_address(name))
+        if address == 0:
+            raise JitError(f"no global named '{name}' in the compiled module")
         return address
 
     def has_function(self, name: str) -> bool:
@@ -196,6 +216,9 @@ class JitModule:
 CpuEngine = JitModule
 
 
-def jit_compile(llvm_ir: str, opt_level: int = 3) -> JitModule:
-    """Parse, optimize for the host CPU and JIT-compile ``llvm_ir``."""
-    return JitModule(llvm_ir, opt_level)
+def jit_compile(
+    llvm_ir: str, opt_level: int = 3, runtime_ir: str | None = None
+) -> JitModule:
+    """Parse, optimize for the host CPU and JIT-compile ``llvm_ir`` (with
+    ``runtime_ir``, a module of helpers it calls, beside it)."""
+    return JitModule(llvm_ir, opt_level, runtime_ir)

@@ -18,6 +18,8 @@ rows          softmax, layer norm, reductions over the last axis: the row loop
               parallel when ``threads > 1`` and the work pays for the threads
 elementwise   the outermost loop parallel when ``threads > 1`` and the work pays
               for the threads; LLVM vectorizes the inner loop as it is
+pool          NHWC max/avg pools: the channel loops vectorized, the output rows
+              parallel when the work pays (``pool.py``)
 ============  =====================================================================
 
 A scheduler returns a one-line description of what it did, or raises
@@ -47,7 +49,8 @@ Scheduler = Callable[[Schedule, str, int], str]
 
 def kind_of(ops: str) -> str:
     """The kind of a kernel computing ``ops`` (its ``qd.kernel``, e.g.
-    ``"tg.matmul+tg.add+tg.relu"``): matmul, conv2d, rows, elementwise or other."""
+    ``"tg.matmul+tg.add+tg.relu"``): matmul, conv2d, rows, pool, elementwise or
+    other."""
     first = ops.split("+")[0]
     if first == "tg.matmul":
         return "matmul"
@@ -58,7 +61,9 @@ def kind_of(ops: str) -> str:
         for op in ("tg.softmax", "tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max")
     ):
         return "rows"
-    if first in ("tg.max_pool2d", "tg.avg_pool2d", "tg.constant"):
+    if first in ("tg.max_pool2d", "tg.avg_pool2d"):
+        return "pool"
+    if first == "tg.constant":
         return "other"
     return "elementwise"
 
@@ -66,6 +71,7 @@ def kind_of(ops: str) -> str:
 def _schedulers() -> dict[str, Scheduler]:
     from qidao.compiler.defaults.loops import schedule_elementwise, schedule_rows
     from qidao.compiler.defaults.matmul import schedule_matmul
+    from qidao.compiler.defaults.pool import schedule_pool
 
     def conv(s: Schedule, kernel: str, threads: int) -> str:
         from qidao.compiler.defaults.conv import schedule_conv
@@ -79,6 +85,7 @@ def _schedulers() -> dict[str, Scheduler]:
         "conv2d": conv,
         "rows": schedule_rows,
         "elementwise": schedule_elementwise,
+        "pool": schedule_pool,
     }
 
 
