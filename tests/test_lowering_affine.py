@@ -226,6 +226,19 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         f"%r : {T}",
         [["i0_0", "i1_0", "i0_1", "i1_1"]],
     ),
+    "tg.take": (
+        f"%a: {T}, %i: tensor<2x2xi64>",
+        f"%r = tg.take %a, %i axis = 1 : ({T}, tensor<2x2xi64>) -> tensor<2x2x2xf32>",
+        "%r : tensor<2x2x2xf32>",
+        [["i0", "i1", "i2"]],
+    ),
+    "tg.gather_elements": (
+        f"%a: {T}, %i: tensor<2x2xi32>",
+        f"%r = tg.gather_elements %a, %i axis = 1 : ({T}, tensor<2x2xi32>) -> "
+        "tensor<2x2xf32>",
+        "%r : tensor<2x2xf32>",
+        [["i0", "i1"]],
+    ),
     "tg.fused": (
         f"%a: {T}, %b: tensor<3xf32>",
         f"""%r = tg.fused %a, %b : ({T}, tensor<3xf32>) -> {T} {{
@@ -264,6 +277,13 @@ ALLOWED_IN_KERNELS = (
     arith.SelectOp,
     arith.FPToSIOp,
     arith.ConstantOp,
+    # the runtime index of tg.take / tg.gather_elements, and its data read
+    arith.IndexCastOp,
+    arith.CmpiOp,
+    arith.AddiOp,
+    arith.MaxSIOp,
+    arith.MinSIOp,
+    memref.LoadOp,
     math.AbsFOp,
     math.PowFOp,
     math.ExpOp,

@@ -285,12 +285,20 @@ def test_cast_float_to_float_and_castlike_of_a_constant() -> None:
             helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
             helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT),
         ],
+        {"x": [24]},
+    )
+    check(to_half, rtol=0.0, atol=0.0, x=_special())  # rounded to f16 as NumPy
+    to_bfloat = make_model(
+        [
+            helper.make_node("Cast", ["x"], ["h"], to=TensorProto.BFLOAT16),
+            helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT),
+        ],
         {"x": [2]},
     )
     with pytest.raises(
-        OnnxImportError, match=r"to TensorProto\.FLOAT16 is not supported"
+        OnnxImportError, match=r"to TensorProto\.BFLOAT16 is not supported"
     ):
-        import_onnx(to_half)
+        import_onnx(to_bfloat)
     castlike = make_model(
         [
             helper.make_node("CastLike", ["alpha", "x"], ["a"]),

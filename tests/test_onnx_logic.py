@@ -270,14 +270,14 @@ def test_cast_to_a_dtype_tg_lacks_is_refused_by_name() -> None:
     inputs = {"x": _cast_input(np.float32)}
     model = model_of(
         [
-            helper.make_node("Cast", ["x"], ["h"], to=TensorProto.UINT8),
+            helper.make_node("Cast", ["x"], ["h"], to=TensorProto.BFLOAT16),
             helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT),
         ],
         inputs,
         {"y": TensorProto.FLOAT},
     )
     with pytest.raises(
-        OnnxImportError, match=r"to TensorProto\.UINT8 is not supported"
+        OnnxImportError, match=r"to TensorProto\.BFLOAT16 is not supported"
     ):
         import_onnx(model)
 

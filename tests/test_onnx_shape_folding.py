@@ -197,6 +197,12 @@ FOLD_CASES: list[tuple[str, Any, dict[str, Array], int]] = [
         13,
     ),
     (
+        "GatherElements-negative",
+        node("GatherElements", ["x", "i"], axis=1),
+        {"x": rand(3, 4), "i": np.array([[0, 3], [-1, 1], [2, -4]], np.int64)},
+        13,
+    ),
+    (
         "Concat",
         node("Concat", ["a", "b", "c"], axis=0),
         {"a": i64(2), "b": i64(3, 4), "c": i64(-1)},

@@ -150,7 +150,7 @@ def test_unsupported_dtype_is_refused_naming_the_tensor(tmp_path: Path) -> None:
         {
             "ok": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
             "emb": {"dtype": "BF16", "shape": [2], "data_offsets": [4, 8]},
-            "head": {"dtype": "F16", "shape": [2], "data_offsets": [8, 12]},
+            "head": {"dtype": "F8_E5M2", "shape": [4], "data_offsets": [8, 12]},
         },
         bytes(12),
     )
@@ -158,7 +158,7 @@ def test_unsupported_dtype_is_refused_naming_the_tensor(tmp_path: Path) -> None:
         load_safetensors(path)
     message = str(info.value)
     assert "half.safetensors" in message
-    assert "'emb' (BF16)" in message and "'head' (F16)" in message
+    assert "'emb' (BF16)" in message and "'head' (F8_E5M2)" in message
     assert "'ok'" not in message
     assert "F32 (float32)" in message
 
@@ -266,7 +266,9 @@ def test_weights_graph_input_shape_mismatch() -> None:
 
 
 def test_weights_of_an_unsupported_dtype_in_a_dict() -> None:
-    with pytest.raises(WeightsError, match=r"'w' has dtype float16"):
+    with pytest.raises(WeightsError, match=r"'w' has dtype complex64"):
+        bind_onnx_weights(mlp_model(), {"w": rand(8, 3).astype(np.complex64)})
+    with pytest.raises(WeightsError, match=r"dtype float32, got .* dtype float16"):
         bind_onnx_weights(mlp_model(), {"w": rand(8, 3).astype(np.float16)})
 
 

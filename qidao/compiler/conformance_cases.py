@@ -7,11 +7,20 @@ more sets of input and expected output arrays. Its outcome is one of:
   shape, values within the case's ``rtol``/``atol``, NaN where NaN is expected);
 - ``unsupported``: qidao refuses it up front with its clear error: an op type it
   does not implement (``op: Foo``), a graph input or output that is not a tensor
-  of a dtype tg has (``dtype: ...``: float32, float64, int32, int64 and bool are
-  taken), or any other ``OnnxImportError`` (a constant-only op given a runtime
-  tensor, an attribute not supported yet, ...);
+  of a dtype tg has (``dtype: ...``: ``load.DTYPES`` are taken, i.e. float16/32/64,
+  the signed and unsigned integers of 8 to 64 bits and bool; bfloat16, the float8s,
+  2/4-bit integers and strings are not), or any other ``OnnxImportError`` (a
+  constant-only op given a runtime tensor, an attribute not supported yet, ...);
 - ``fail``: a bug: wrong numbers or shapes, an importer result that contradicts
   ONNX shape inference, or any other exception while compiling or running.
+
+float16 cases: outputs compare in float64 with the case's own tolerances (mostly
+``rtol=1e-3, atol=1e-7``), and one float16 ulp is 2^-11 to 2^-10 relative, so a
+float16 result passes within about one ulp of the reference's. ONNX's references
+compute float16 with NumPy's float16 ufuncs, each op rounded to float16; qidao's
+elementwise ops do the same (float32 inside, rounded per op), and a float16
+softmax is that formula in float16 ops too (``Graph.softmax``): one rounding at
+the end instead would put Attention's outputs two ulps off.
 
 ``reason`` says why in one line, without the node name (every case names its node
 differently, and the table groups reasons per op).

@@ -7,13 +7,13 @@ then returns a :class:`Specialized` callable instead, which compiles at the firs
 call, the way a JIT specializes:
 
 - an integer or bool graph input whose *value* the import needs (an int32/int64
-  input that reaches a shape, axes, pads or indices position, directly or through
+  input that reaches a shape, axes or pads position, directly or through
   folded arithmetic; a bool ``training_mode``) is *bound*: its value becomes a
   constant of the imported graph (``import_onnx(constants=...)``) and folds at
   import like an initializer. The importer says which values it needs: a
   ``ConstantRequiredError`` names the tensors, and the graph inputs they are
   computed from are bound (``needed_inputs``). An integer input that only feeds
-  arithmetic stays a runtime input, like a float one;
+  arithmetic or gather indices stays a runtime input, like a float one;
 - every input with a dynamic dimension takes the shape of the array given.
 
 Which inputs to bind is found by importing with none bound, for a model with an

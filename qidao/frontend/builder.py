@@ -163,6 +163,19 @@ class Value:
 TensorLike = Value | float | npt.NDArray[Any]
 """What an op operand accepts: a graph value, a Python scalar or a NumPy array."""
 
+_WIDENED = {
+    "float16": "float32",
+    "int8": "float32",
+    "uint8": "float32",
+    "int16": "float32",
+    "uint16": "float32",
+    "int32": "float64",
+    "uint32": "float64",
+}
+"""dtype -> the float an op that takes only f32/f64 computes it in, exactly (f16
+in float32: max exact, sums rounded once to f16 at the end). Only ``max_pool2d``
+widens integers; the other ops widen f16 alone."""
+
 
 def _pair(value: IntOrPair, what: str) -> tuple[int, int]:
     if isinstance(value, int):
@@ -398,6 +411,8 @@ class Graph:
     ) -> Value:
         """NumPy ``matmul`` for operands of rank >= 2 (batch dimensions broadcast)."""
         a, b = self._operands(lhs, rhs)
+        if a.dtype == b.dtype == "float16":  # in float32, rounded once (_widened)
+            return self._narrowed(self.matmul(self._widened(a), self._widened(b)), a)
         return self._emit("matmul", lambda: tg.MatmulOp(a.ssa, b.ssa), a, b)
 
     def conv2d(
@@ -415,6 +430,17 @@ class Graph:
         or ``[top, left, bottom, right]``."""
         w = self._tensor(weight, x)
         b = None if bias is None else self._tensor(bias, x)
+        if x.dtype == "float16":  # in float32, rounded once (_widened)
+            y = self.conv2d(
+                self._widened(x),
+                self._widened(w),
+                None if b is None else self._widened(b),
+                strides=strides,
+                padding=padding,
+                dilation=dilation,
+                groups=groups,
+            )
+            return self._narrowed(y, x)
         s, p, d = (
             _pair(strides, "strides"),
             _padding(padding),
@@ -529,6 +555,35 @@ class Graph:
         shape = (*x.shape[:a], *array.shape, *x.shape[a + 1 :])
         return y if shape == y.shape else self.reshape(y, shape)
 
+    def take(self, x: Value, indices: Value | npt.ArrayLike, axis: int = 0) -> Value:
+        """``np.take(x, indices, axis)`` with ``indices`` an int32/int64 tensor known
+        at run time (a graph value; an array becomes a constant): a ``tg.take``,
+        shape ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``. Negative
+        indices count from the end; out-of-range ones are clamped into the axis
+        (see ``qidao/dialects/tg/dynamic_indexing.py``). For indices fixed at build
+        time, ``gather`` makes an all-affine kernel."""
+        i = self._indices(indices, "take")
+        return self._emit("take", lambda: tg.TakeOp(x.ssa, i.ssa, axis), x, i)
+
+    def gather_elements(
+        self, x: Value, indices: Value | npt.ArrayLike, axis: int = 0
+    ) -> Value:
+        """ONNX ``GatherElements`` / ``torch.gather``: one int32/int64 index per
+        result element along ``axis`` (a ``tg.gather_elements``); the result has the
+        indices' shape. Out-of-range indices are clamped, as in ``take``."""
+        i = self._indices(indices, "gather_elements")
+        return self._emit(
+            "gather_elements", lambda: tg.GatherElementsOp(x.ssa, i.ssa, axis), x, i
+        )
+
+    def _indices(self, indices: Value | npt.ArrayLike, what: str) -> Value:
+        if isinstance(indices, Value):
+            return self._own(indices, what)
+        array = np.asarray(indices)
+        if array.dtype.kind not in "iu":
+            raise GraphError(f"{what} indices must be integers, got {array.dtype}")
+        return self.constant(array.astype(np.int64), dtype="int64")
+
     # ---- reductions and nn ------------------------------------------------------
 
     def reduce_sum(
@@ -548,6 +603,13 @@ class Graph:
         return self._reduce(tg.ReduceMaxOp, "reduce_max", x, axes, keepdims)
 
     def softmax(self, x: Value, axis: int = -1) -> Value:
+        """``exp(x - max) / sum(exp(x - max))`` along ``axis``. On float16 it is
+        that formula in float16 ops, as NumPy computes it (and ONNX's reference,
+        whose default ``softmax_precision`` is the input's): every step rounded to
+        float16, the max exact and the sum accumulated in float32."""
+        if x.dtype == "float16":
+            e = self.exp(x - self.reduce_max(x, axis, keepdims=True))
+            return e / self.reduce_sum(e, axis, keepdims=True)
         return self._emit("softmax", lambda: tg.SoftmaxOp(x.ssa, axis), x)
 
     def max_pool2d(
@@ -558,7 +620,11 @@ class Graph:
         padding: IntOrPair = 0,
         dilation: IntOrPair = 1,
     ) -> Value:
-        """Max over NCHW windows; ``strides`` defaults to the kernel size."""
+        """Max over NCHW windows; ``strides`` defaults to the kernel size. f16 and
+        integers up to 32 bits take the max in a float that holds them exactly."""
+        if x.dtype in _WIDENED:
+            y = self.max_pool2d(self._widened(x), kernel, strides, padding, dilation)
+            return self._narrowed(y, x)
         k = _pair(kernel, "kernel")
         s = k if strides is None else _pair(strides, "strides")
         p, d = _padding(padding), _pair(dilation, "dilation")
@@ -574,6 +640,11 @@ class Graph:
         dilation: IntOrPair = 1,
     ) -> Value:
         """Mean over NCHW windows; ``strides`` defaults to the kernel size."""
+        if x.dtype == "float16":  # in float32, rounded once (_widened)
+            y = self.avg_pool2d(
+                self._widened(x), kernel, strides, padding, count_include_pad, dilation
+            )
+            return self._narrowed(y, x)
         k = _pair(kernel, "kernel")
         s = k if strides is None else _pair(strides, "strides")
         p, d = _padding(padding), _pair(dilation, "dilation")
@@ -657,12 +728,25 @@ class Graph:
         axes: int | Sequence[int] | None,
         keepdims: bool,
     ) -> Value:
+        if x.dtype == "float16":  # in float32, rounded once (_widened)
+            y = self._reduce(op, what, self._widened(x), axes, keepdims)
+            return self._narrowed(y, x)
         if axes is None:
             axes = tuple(range(x.rank))
         elif isinstance(axes, int):
             axes = (axes,)
         ax = tuple(axes)
         return self._emit(what, lambda: op(x.ssa, ax, keepdims), x)
+
+    def _widened(self, x: Value) -> Value:
+        """``x`` cast to the float its op computes in (``_WIDENED``): the ops that
+        accumulate (matmul, conv2d, reductions, softmax, pools) take f32 and f64
+        only, so an f16 operand computes in float32 and its result is rounded to
+        f16 once, as NumPy's float16 matmul and PyTorch's CPU kernels do."""
+        return self.cast(x, _WIDENED[x.dtype])
+
+    def _narrowed(self, y: Value, like: Value) -> Value:
+        return self.cast(y, like.dtype)
 
     def _emit(
         self, what: str, build: Callable[[], Operation], *operands: Value

@@ -9,8 +9,8 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
 - ``UnsupportedOpsError``: the ONNX model uses op types qidao does not implement; one
   error lists all of them with the nodes that use them, before any work is done.
 - ``ConstantRequiredError``: a node needs, at compile time, the value of a tensor
-  that is computed at run time (a ``Reshape`` shape, reduce ``axes``, ``Gather``
-  indices); ``qidao.compiler.specialize`` binds the graph inputs it comes from.
+  that is computed at run time (a ``Reshape`` shape, reduce ``axes``, ``Pad``
+  pads); ``qidao.compiler.specialize`` binds the graph inputs it comes from.
 - ``WeightsError``: a weights file cannot be read (missing, truncated, a dtype qidao
   does not support), or its tensors do not fit the model (a name the model lacks, a
   shape or dtype that differs).

@@ -60,6 +60,10 @@ _DTYPES: dict[torch.dtype, str] = {
 }
 
 
+_INDEX_DTYPES = (torch.int32, torch.int64)
+"""The dtypes of the index tensors of ``embedding``, ``index_select``, ``gather``."""
+
+
 class TorchImportError(FrontendError):
     """A PyTorch model that qidao cannot capture or convert."""
 
@@ -176,9 +180,13 @@ def node_support(node: torch.fx.Node) -> str | None:
     inputs = [a for a in node.all_input_nodes if "val" in a.meta]
     if node.target is operator.getitem:  # only the item read counts, checked below
         inputs = []
+    index_nodes: set[torch.fx.Node] = set()  # Converter.index_args: int32/int64
+    for k in entry.index_args:
+        torch.fx.node.map_arg(node.args[k : k + 1], index_nodes.add)
     for arg in inputs:
+        allowed = _INDEX_DTYPES if arg in index_nodes else (torch.float32,)
         for t in _vals(arg.meta["val"]):
-            if t.dtype != torch.float32:
+            if t.dtype not in allowed:
                 return f"an input is {t.dtype} (only float32 is computed)"
     value = node.meta.get("val")
     if isinstance(value, tuple | list):  # a multi-result op: only what is read counts

@@ -15,8 +15,11 @@ sees the node's raw arguments and returns why this use of the operator is not
 supported (``"approximate must be 'none' or 'tanh'"``), or None; a node that fails its
 check counts as unsupported, exactly like an operator without a converter. ``cat``,
 slicing, ``select``, ``narrow`` and ``split``/``chunk``/``unbind`` become
-``tg.concat`` and ``tg.slice`` views; ``max`` with indices stays unsupported (it falls
-back to PyTorch, or strict mode lists it).
+``tg.concat`` and ``tg.slice`` views; ``embedding``, ``index_select``, ``gather`` and
+``x[:, i]`` with an integer tensor ``i`` become ``tg.take`` / ``tg.gather_elements``
+(their index arguments, named by ``index_args``, are the only inputs that need not be
+float32); ``max`` with indices stays unsupported (it falls back to PyTorch, or strict
+mode lists it).
 """
 
 from __future__ import annotations
@@ -49,19 +52,25 @@ Fn = TypeVar("Fn", bound=Callable[..., Any])
 class Converter:
     fn: Callable[..., Any]
     check: Check | None = None
+    index_args: tuple[int, ...] = ()
+    """Positions of the node's arguments that are integer index tensors (int32 or
+    int64, or lists of them): the only inputs that need not be float32."""
 
 
 CONVERTERS: dict[Any, Converter] = {}
 """ATen overload (or ``operator.getitem``) -> its converter; filled by ``@converter``."""
 
 
-def converter(*targets: Any, check: Check | None = None) -> Callable[[Fn], Fn]:
-    """Register a function as the converter of ATen overloads ``targets``."""
+def converter(
+    *targets: Any, check: Check | None = None, index_args: tuple[int, ...] = ()
+) -> Callable[[Fn], Fn]:
+    """Register a function as the converter of ATen overloads ``targets``;
+    ``index_args``: see ``Converter``."""
 
     def register(fn: Fn) -> Fn:
         for target in targets:
             assert target not in CONVERTERS, f"two converters for {target}"
-            CONVERTERS[target] = Converter(fn, check)
+            CONVERTERS[target] = Converter(fn, check, index_args)
         return fn
 
     return register
@@ -861,3 +870,63 @@ def _chunk(cv: FxConverter, x: Arg, chunks: int, dim: int = 0) -> list[Value]:
 def _unbind(cv: FxConverter, x: Arg, dim: int = 0) -> list[Value]:
     v = cv.tensor(x)
     return [_select(cv, v, dim, k) for k in range(v.shape[dim % v.rank])]
+
+
+# ---- indexing by integer tensors ----------------------------------------------
+#
+# Runtime indices become ``tg.take`` / ``tg.gather_elements``. PyTorch raises on an
+# index out of range; qidao's kernels cannot, so they clamp it into the dimension
+# (``qidao/dialects/tg/dynamic_indexing.py``): only in-range indices give PyTorch's
+# result.
+
+_INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def _index_value(cv: FxConverter, index: Arg) -> Value:
+    """An index tensor: a graph value, or a constant (an int buffer)."""
+    return cv.tensor(index)
+
+
+@converter(aten.embedding.default, index_args=(1,))
+def _embedding(
+    cv: FxConverter,
+    weight: Arg,
+    indices: Arg,
+    padding_idx: int = -1,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Value:
+    """``weight[indices]``: the rows of the table, ``tg.take`` along axis 0
+    (``padding_idx`` and the rest only shape gradients)."""
+    return cv.g.take(cv.tensor(weight), _index_value(cv, indices), 0)
+
+
+@converter(aten.index_select.default, index_args=(2,))
+def _index_select(cv: FxConverter, x: Arg, dim: int, index: Arg) -> Value:
+    return cv.g.take(cv.tensor(x), _index_value(cv, index), dim)
+
+
+@converter(aten.gather.default, index_args=(2,))
+def _gather(
+    cv: FxConverter, x: Arg, dim: int, index: Arg, sparse_grad: bool = False
+) -> Value:
+    """``torch.gather``: ``tg.gather_elements``."""
+    return cv.g.gather_elements(cv.tensor(x), _index_value(cv, index), dim)
+
+
+def _check_index(*args: Any, **kwargs: Any) -> str | None:
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", [])
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        return "only one tensor index (x[i], x[:, i]) is supported"
+    value = getattr(given[0][1], "meta", {}).get("val")
+    if not isinstance(value, torch.Tensor) or value.dtype not in _INDEX_DTYPES:
+        return "the index must be an int32 or int64 tensor (no bool masks)"
+    return None
+
+
+@converter(aten.index.Tensor, check=_check_index, index_args=(1,))
+def _index(cv: FxConverter, x: Arg, indices: Sequence[Arg | None]) -> Value:
+    """``x[:, i]`` with one integer tensor ``i``: ``tg.take`` along its dimension."""
+    (dim,) = [d for d, i in enumerate(indices) if i is not None]
+    return cv.g.take(cv.tensor(x), _index_value(cv, indices[dim]), dim)

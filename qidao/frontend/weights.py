@@ -48,6 +48,13 @@ SAFETENSORS_DTYPES: dict[str, str] = {
     "I32": "int32",
     "I64": "int64",
     "BOOL": "bool",
+    "F16": "float16",
+    "I8": "int8",
+    "I16": "int16",
+    "U8": "uint8",
+    "U16": "uint16",
+    "U32": "uint32",
+    "U64": "uint64",
 }
 """The SafeTensors dtypes qidao loads (those tg has), with their NumPy names."""
 

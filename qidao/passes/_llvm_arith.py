@@ -4,7 +4,8 @@ Float ops keep their ``fastmath`` flags. ``arith.maximumf``/``minimumf`` use the
 NaN-propagating ``llvm.maximum``/``llvm.minimum`` intrinsics; ``maxnumf``/``minnumf``
 use ``llvm.maxnum``/``llvm.minnum``. ``fptosi``/``fptoui`` use the saturating
 ``llvm.fpto[su]i.sat`` intrinsics (the xDSL translator has no plain fptosi), and
-``uitofp`` zero-extends to i64 and then converts signed. Math functions without an
+``uitofp`` zero-extends to i64 and then converts signed (from i64, it converts
+``(x >> 1) | (x & 1)`` and doubles it where x reads negative). Math functions without an
 LLVM intrinsic (erf, log1p, expm1, tan, ...) call libm.
 """
 
@@ -20,6 +21,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    VectorType,
     i1,
     i64,
 )
@@ -237,10 +239,22 @@ def _sitofp(op: Operation, fl: FunctionLowering) -> None:
 
 def _uitofp(op: Operation, fl: FunctionLowering) -> None:
     (x,) = fl.operands(op)
-    if _width(x.type) >= 64:
-        raise LoweringError("convert-to-llvm: arith.uitofp from i64 is not supported")
-    wide = _int_resize(fl, x, i64, signed=False)
-    fl.bind(op.results[0], fl.emit_value(llvm.SIToFPOp(wide, op.results[0].type)))
+    t = op.results[0].type
+    if _width(x.type) < 64:
+        wide = _int_resize(fl, x, i64, signed=False)
+        fl.bind(op.results[0], fl.emit_value(llvm.SIToFPOp(wide, t)))
+        return
+    # x >= 2**63 reads negative as signed: convert (x >> 1) | (x & 1) (the lost bit
+    # kept as a sticky bit, so the one rounding is right) and double it.
+    one = fl.const(1, i64)
+    direct = fl.emit_value(llvm.SIToFPOp(x, t))
+    halved = fl.emit_value(
+        llvm.OrOp(fl.emit_value(llvm.LShrOp(x, one)), fl.emit_value(llvm.AndOp(x, one)))
+    )
+    half = fl.emit_value(llvm.SIToFPOp(halved, t))
+    doubled = fl.emit_value(llvm.FAddOp(half, half, llvm.FastMathAttr(None)))
+    negative = _icmp(fl, x, fl.const(0, i64), "slt")
+    fl.bind(op.results[0], fl.emit_value(llvm.SelectOp(negative, doubled, direct)))
 
 
 def _fptoint(signed: bool) -> Handler:
@@ -270,18 +284,21 @@ def _bitcast(op: Operation, fl: FunctionLowering) -> None:
 
 # -- math ---------------------------------------------------------------------------
 
-_MATH_UNARY: dict[type[Operation], Callable[..., Operation]] = {
-    math.ExpOp: llvm.FExpOp,
-    math.LogOp: llvm.FLogOp,
-    math.SqrtOp: llvm.FSqrtOp,
-    math.AbsFOp: llvm.FAbsOp,
-    math.Exp2Op: llvm.FExp2Op,
-    math.Log2Op: llvm.FLog2Op,
-    math.SinOp: llvm.FSinOp,
-    math.CosOp: llvm.FCosOp,
-    math.FloorOp: llvm.FFloorOp,
-    math.CeilOp: llvm.FCeilOp,
+_MATH_UNARY: dict[type[Operation], str] = {
+    math.ExpOp: "llvm.exp",
+    math.LogOp: "llvm.log",
+    math.SqrtOp: "llvm.sqrt",
+    math.AbsFOp: "llvm.fabs",
+    math.Exp2Op: "llvm.exp2",
+    math.Log2Op: "llvm.log2",
+    math.SinOp: "llvm.sin",
+    math.CosOp: "llvm.cos",
+    math.FloorOp: "llvm.floor",
+    math.CeilOp: "llvm.ceil",
 }
+"""Unary math ops and their LLVM intrinsics, called by their type-mangled names
+(``llvm.exp.f32``, ``llvm.exp.v16f32``): xDSL's ``llvm.intr.exp`` and friends declare
+one unmangled ``@llvm.exp`` per module, so f32 and f64 uses in one module clash."""
 
 _MATH_INTRINSIC: dict[type[Operation], str] = {
     math.TanhOp: "llvm.tanh",
@@ -311,12 +328,41 @@ _MATH_LIBM: dict[type[Operation], str] = {
 
 def _math_unary(op: Operation, fl: FunctionLowering) -> None:
     (x,) = fl.operands(op)
-    cls = _MATH_UNARY[type(op)]
-    if cls is llvm.FAbsOp:
-        new: Operation = llvm.FAbsOp(x, x.type, fastmath_of(op))
-    else:
-        new = cls(x, fastmath_of(op))
-    fl.bind(op.results[0], fl.emit_value(new))
+    name = f"{_MATH_UNARY[type(op)]}.{_mangled(x.type)}"
+    flags = fastmath_of(op)
+    call: Operation = llvm.CallIntrinsicOp(name, [x], [x.type])
+    if flags.data:  # the xDSL translator takes no flags on intrinsic calls
+        call = _UNARY_OPS[type(op)](x, flags)
+    fl.bind(op.results[0], fl.emit_value(call))
+
+
+def _mangled(t: Attribute) -> str:
+    """An intrinsic's overload suffix for a float or a vector of floats."""
+    if isinstance(t, VectorType):
+        return f"v{t.get_shape()[0]}{type_suffix(t.element_type)}"
+    return type_suffix(t)
+
+
+def _abs(x: SSAValue, flags: llvm.FastMathAttr) -> Operation:
+    return llvm.FAbsOp(x, x.type, flags)
+
+
+_UNARY_OPS: dict[
+    type[Operation], Callable[[SSAValue, llvm.FastMathAttr], Operation]
+] = {
+    math.ExpOp: llvm.FExpOp,
+    math.LogOp: llvm.FLogOp,
+    math.SqrtOp: llvm.FSqrtOp,
+    math.AbsFOp: _abs,
+    math.Exp2Op: llvm.FExp2Op,
+    math.Log2Op: llvm.FLog2Op,
+    math.SinOp: llvm.FSinOp,
+    math.CosOp: llvm.FCosOp,
+    math.FloorOp: llvm.FFloorOp,
+    math.CeilOp: llvm.FCeilOp,
+}
+"""The xDSL ops of ``_MATH_UNARY`` for ops with fastmath flags (one float type per
+module then)."""
 
 
 def _math_libm(op: Operation, fl: FunctionLowering) -> None:

@@ -194,9 +194,12 @@ _SAME_OP: tuple[type[Operation], ...] = (
     math.CosOp,
     math.FloorOp,
     math.CeilOp,
+    arith.ExtFOp,
+    arith.TruncFOp,
 )
-"""Ops whose ``_llvm_arith`` lowering takes its type from the operands, so it is
-right for vectors as it is."""
+"""Ops whose ``_llvm_arith`` lowering takes its type from the operands (or, for
+``extf``/``truncf``, from the op's vector result type), so it is right for vectors
+as it is."""
 
 
 def _lanewise(op: Operation, fl: FunctionLowering) -> None:

@@ -44,6 +44,7 @@ from xdsl.ir.affine.affine_set import (
 )
 
 from qidao.dialects.tg.layout import contiguous_strides
+from qidao.dialects.tg.types import storage_type
 
 OpT = TypeVar("OpT", bound=Operation)
 
@@ -53,14 +54,15 @@ class TgLoweringError(Exception):
 
 
 def memref_type(t: Attribute) -> MemRefType[Attribute]:
-    """``tensor<SxT[, strided<..>]>`` -> ``memref<SxT[, strided<..>]>``."""
+    """``tensor<SxT[, strided<..>]>`` -> ``memref<SxT[, strided<..>]>``, with T
+    signless (``tensor<4xui8>`` -> ``memref<4xi8>``: ``types.storage_type``)."""
     if not isinstance(t, TensorType):
         raise TgLoweringError(f"convert-tg-to-affine: expected a tensor, got {t}")
     enc = t.encoding
     layout: StridedLayoutAttr | NoneAttr = (
         enc if isinstance(enc, StridedLayoutAttr) else NoneAttr()
     )
-    return MemRefType(t.get_element_type(), t.get_shape(), layout)
+    return MemRefType(storage_type(t.get_element_type()), t.get_shape(), layout)
 
 
 def shape(value: SSAValue) -> tuple[int, ...]:

@@ -9,11 +9,12 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     DenseIntOrFPElementsAttr,
     StringAttr,
+    TensorType,
     UnitAttr,
 )
 from xdsl.ir import Block, Operation
 
-from qidao.dialects.tg.types import dtype_name
+from qidao.dialects.tg.types import dtype_name, storage_type
 from qidao.passes._tg_lower_common import Scalar, memref_type
 
 
@@ -36,7 +37,7 @@ def splat_of(value: DenseIntOrFPElementsAttr) -> Scalar | None:
         return None
     if isinstance(element, AnyFloat):
         return Scalar(float(flat[0]), element)
-    return Scalar(int(flat[0]), element)
+    return Scalar(int(flat[0]), storage_type(element))
 
 
 class ConstantPool:
@@ -52,10 +53,15 @@ class ConstantPool:
         if value in self.names:
             return self.names[value]
         name = f"{self.graph}_cst{len(self.names)}"
+        t = memref_type(value.type)
+        stored = DenseIntOrFPElementsAttr(  # type: ignore[type-var]
+            TensorType(t.element_type, t.get_shape()),
+            value.data,  # type: ignore[arg-type]  # the same bytes, signless
+        )
         glob = memref.GlobalOp.get(
             StringAttr(name),
-            memref_type(value.type),
-            value,
+            t,
+            stored,
             constant=UnitAttr(),
             alignment=64,
         )

@@ -35,13 +35,14 @@ from qidao.passes._tg_lower_common import (
     TgLoweringError,
     broadcast_index,
     dim,
+    element_type,
     loop_names,
     memref_type,
     reshape_index,
     shape,
 )
 from qidao.passes._tg_lower_constants import ConstantPool, splat_of
-from qidao.passes._tg_lower_scalar import BINARY, UNARY, cast, select
+from qidao.passes._tg_lower_scalar import BINARY, UNARY, binary, cast, select, unary
 
 Index = tuple[AffineExpr, ...]
 
@@ -91,16 +92,17 @@ class PointwiseEvaluator:
             lhs, rhs = (
                 self.at(v, broadcast_index(index, shape(v))) for v in op.operands
             )
-            return BINARY[type(op)](self.em, lhs, rhs)
+            return binary(self.em, op, lhs, rhs)
         if type(op) in UNARY:
-            return UNARY[type(op)](self.em, self.at(op.operands[0], index))
+            return unary(self.em, op, self.at(op.operands[0], index))
         if isinstance(op, tg.SelectOp):
             c, a, b = (
                 self.at(v, broadcast_index(index, shape(v))) for v in op.operands
             )
             return select(self.em, c, a, b)
         if isinstance(op, tg.CastOp):
-            return cast(self.em, self.at(op.input, index), op.target())
+            source = element_type(op.input)
+            return cast(self.em, self.at(op.input, index), source, op.target())
         if isinstance(op, tg.TransposeOp):
             perm = ints(op.perm)
             source_index: list[AffineExpr] = list(index)

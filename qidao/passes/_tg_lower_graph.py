@@ -45,6 +45,7 @@ from qidao.passes._tg_lower_common import (
 )
 from qidao.passes._tg_lower_constants import ConstantPool, splat_of
 from qidao.passes._tg_lower_conv import lower_conv2d
+from qidao.passes._tg_lower_dynamic_indexing import lower_gather_elements, lower_take
 from qidao.passes._tg_lower_elementwise import lower_elementwise
 from qidao.passes._tg_lower_fused import fused_label, lower_fused
 from qidao.passes._tg_lower_indexing import lower_concat, lower_gather
@@ -63,6 +64,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.ContiguousOp: lower_copy,
     tg.Conv2dOp: lower_conv2d,
     tg.FusedOp: lower_fused,
+    tg.GatherElementsOp: lower_gather_elements,
     tg.GatherOp: lower_gather,
     tg.MatmulOp: lower_matmul,
     tg.MaxPool2dOp: lower_pool,
@@ -72,6 +74,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.ReduceSumOp: lower_reduce,
     tg.ReshapeOp: lower_copy,
     tg.SoftmaxOp: lower_softmax,
+    tg.TakeOp: lower_take,
     **{cls: lower_elementwise for cls in tg.ELEMENTWISE_OPS},
 }
 

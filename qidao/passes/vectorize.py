@@ -61,8 +61,10 @@ the module is left as it was):
 - every ``iter_args`` value is an accumulation as above;
 - its body holds only ``affine.load``/``affine.store``, ``arith.constant`` and the
   float ops ``arith.addf/subf/mulf/divf/negf/maximumf/minimumf/maxnumf/minnumf`` and
-  ``math.fma/sqrt/absf/exp/log/exp2/log2/sin/cos/floor/ceil/tanh/trunc/round``
-  (anything else is named in the error), on float element types;
+  ``math.fma/sqrt/absf/exp/log/exp2/log2/sin/cos/floor/ceil/tanh/trunc/round``,
+  and ``arith.extf/truncf`` (f16 kernels compute in f32 between the two; anything
+  else is named in the error), on float element types (integer and bool memrefs
+  are refused: "only float elements are vectorized");
 - every access is either *invariant* (its indices do not depend on the loop: a scalar
   load then ``vector.broadcast``) or *unit-stride contiguous* (only the last index
   depends on the loop, with coefficient 1, and the memref's innermost stride is 1: one
@@ -205,8 +207,11 @@ LANEWISE: tuple[type[Operation], ...] = (
     math.TanhOp,
     math.TruncOp,
     math.RoundOp,
+    arith.ExtFOp,
+    arith.TruncFOp,
 )
-"""Float ops applied lane by lane, so the vector op is the same op on vectors."""
+"""Float ops applied lane by lane, so the vector op is the same op on vectors
+(``extf``/``truncf`` too: an f16 kernel computes in f32 between them)."""
 
 REDUCIBLE: dict[type[Operation], tuple[vector.CombiningKindFlag, float]] = {
     arith.AddfOp: (vector.CombiningKindFlag.ADD, -0.0),

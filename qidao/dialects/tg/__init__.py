@@ -28,6 +28,7 @@ from qidao.dialects.tg.compare import (
     SelectOp,
 )
 from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
     BINARY_OPS,
     UNARY_OPS,
@@ -114,6 +115,7 @@ TG = Dialect(
         ErfOp,
         ExpOp,
         FusedOp,
+        GatherElementsOp,
         GatherOp,
         GreaterEqualOp,
         GreaterOp,
@@ -144,6 +146,7 @@ TG = Dialect(
         SoftmaxOp,
         SqrtOp,
         SubOp,
+        TakeOp,
         TanhOp,
         TransposeOp,
         ViewOp,
@@ -177,6 +180,7 @@ __all__ = [
     "ErfOp",
     "ExpOp",
     "FusedOp",
+    "GatherElementsOp",
     "GatherOp",
     "GreaterEqualOp",
     "GreaterOp",
@@ -210,6 +214,7 @@ __all__ = [
     "SoftmaxOp",
     "SqrtOp",
     "SubOp",
+    "TakeOp",
     "TanhOp",
     "TransposeOp",
     "UnaryElementwiseOp",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, f16, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
@@ -43,11 +43,18 @@ class TgOp(IRDLOperation):
             )
 
     def expect_float(self) -> None:
+        """Every operand is f32 or f64: the ops that accumulate or keep running
+        state do not compute f16 (a frontend casts to f32 around them)."""
         for i, operand in enumerate(self.operands):
             if not is_float(operand.type):
                 raise VerifyException(
                     f"{self.name} expects float tensors, but operand #{i} is "
                     f"{operand.type}"
+                )
+            if tensor(operand).get_element_type() == f16:
+                raise VerifyException(
+                    f"{self.name} expects f32 or f64 tensors, but operand #{i} is "
+                    f"{operand.type} (f16 goes through tg.cast to f32 and back)"
                 )
 
     def expect_kinds(self, kinds: frozenset[str]) -> None:

@@ -1,13 +1,18 @@
 """``tg.cast``: a tensor converted element by element to another element type.
 
-NumPy's ``astype`` semantics between f32, f64, i32, i64 and i1 (bool):
+NumPy's ``astype`` semantics between every element type tg has (f16, f32, f64,
+i8 .. i64, ui8 .. ui64 and i1, bool):
 
-- float to float rounds to nearest even (f64 to f32; f32 to f64 is exact);
-- integer to integer sign-extends or keeps the low bits (wraps around);
-- integer or bool to float rounds to nearest even; bool gives 0 or 1;
+- float to float rounds to nearest even, once (f64 to f16 too: not through a
+  second rounding in f32); widening is exact;
+- integer to integer sign-extends (signed source), zero-extends (unsigned source)
+  or keeps the low bits (wraps around); between i32 and ui32 the bits stay;
+- integer or bool to float rounds to nearest even, reading unsigned integers as
+  unsigned; bool gives 0 or 1;
 - float to integer truncates toward zero. A NaN, an infinity or a value out of the
   integer's range has no defined result (as in C; NumPy's result depends on the
-  platform, qidao's CPU code saturates and gives 0 for NaN);
+  platform, qidao's CPU code saturates and gives 0 for NaN: ``-1.0`` to ui8 is 0,
+  where NumPy on x86 gives 255);
 - anything to bool is ``x != 0`` (NaN is true, as in NumPy);
 - bool to integer is 0 or 1.
 

@@ -4,7 +4,8 @@ A comparison takes two tensors of one element type and gives an ``i1`` tensor (N
 ``bool``: one byte per element in memory, 0 or 1), broadcasting like every binary
 elementwise op. On floats it is IEEE's *ordered* comparison, as NumPy's: any
 comparison with NaN is false, except ``not_equal``, which is true. Integers compare
-signed; ``equal``/``not_equal`` also take bools.
+signed, unsigned integers (``ui8 .. ui64``) unsigned; ``equal``/``not_equal`` also
+take bools.
 
 The logical ops take and give ``i1`` tensors; ``tg.select`` picks, element by
 element, from two tensors of one element type by an ``i1`` condition (NumPy's

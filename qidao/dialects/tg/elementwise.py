@@ -5,11 +5,14 @@ are 1); the result is a fresh row-major tensor of the broadcast shape. Operands 
 strided views: the lowering reads them through their layout, never copying first.
 
 Element types: each op class says which kinds of element it takes
-(``OPERAND_KINDS``: float = f32/f64, int = i32/i64, bool = i1; see ``types.py``).
-The arithmetic ``add sub mul div max min neg abs relu`` takes floats and integers;
-integers wrap around on overflow (two's complement, as NumPy's), and ``div`` on
-integers truncates toward zero (C, ONNX). ``exp log sqrt tanh erf sigmoid pow`` take
-floats only. The comparisons, logical ops, ``tg.select`` and ``tg.cast`` live in
+(``OPERAND_KINDS``: float = f16/f32/f64, int = i8..i64 and ui8..ui64, bool = i1; see
+``types.py``). The arithmetic ``add sub mul div max min neg abs relu`` takes floats
+and integers; integers wrap around on overflow (two's complement, as NumPy's), and
+``div`` on integers truncates toward zero (C, ONNX). Unsigned integers divide,
+compare and take ``max``/``min`` unsigned; their ``neg`` wraps (``-x = 2^n - x``, as
+NumPy's) and their ``abs`` and ``relu`` are the identity. ``exp log sqrt tanh erf
+sigmoid pow`` take floats only. f16 computes in f32 and rounds each op's result
+back to f16, as NumPy's float16 ufuncs do. The comparisons, logical ops, ``tg.select`` and ``tg.cast`` live in
 ``compare.py`` and ``cast.py``; all of them derive from :class:`ElementwiseOp`, which
 is what the ``fuse`` pass and the lowering look for.
 """
@@ -153,7 +156,8 @@ class DivOp(BinaryElementwiseOp):
     """Elementwise quotient ``lhs / rhs`` with broadcasting: IEEE division on floats;
     on integers the quotient truncated toward zero (C, ONNX: ``-7 / 2 = -3``), with
     two cases defined so that no input traps: ``x / 0 = 0`` (ONNX leaves it
-    undefined) and ``MIN / -1 = MIN`` (wraps around, like ``-MIN``).
+    undefined) and ``MIN / -1 = MIN`` (wraps around, like ``-MIN``). Unsigned
+    integers divide unsigned (``x / 0 = 0`` too).
 
     ```mlir
     %r = tg.div %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
@@ -220,7 +224,7 @@ class NegOp(UnaryElementwiseOp):
 @irdl_op_definition
 class AbsOp(UnaryElementwiseOp):
     """Elementwise absolute value (``abs(-0.0) = 0.0``, NaN stays NaN; on integers
-    ``abs(MIN) = MIN``, as NumPy's).
+    ``abs(MIN) = MIN``, as NumPy's; on unsigned integers the value itself).
 
     ```mlir
     %r = tg.abs %x : tensor<4xi64> -> tensor<4xi64>

@@ -13,8 +13,8 @@
   ``np.take(x, indices, axis)``, into a new row-major tensor (a copy). Indices may be
   negative (counting from the end, as in NumPy); one outside ``[-size, size)`` is a
   verifier error. Indices of any shape are a 1-D gather and a reshape, which the
-  frontends build; indices that are runtime values are not supported (tg has static
-  shapes but nothing here reads an index at run time).
+  frontends build. Indices that are runtime values (token ids) take ``tg.take``
+  instead (``dynamic_indexing.py``), whose kernel loads each index.
 
 Like the layout ops, these work on any element type.
 """

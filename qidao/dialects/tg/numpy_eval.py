@@ -7,10 +7,11 @@ operands; ``evaluate_function(fn, inputs)`` runs a whole ``func.func`` of tg ops
 Precision: float operands are computed in **float64 and rounded once** to the
 result's element type (float32 for f32). For ``+ - * /`` and ``sqrt`` that is exactly
 IEEE float32 arithmetic (float64 carries more than 2 * 24 + 2 bits, so the double
-rounding is innocuous), i.e. bitwise what the compiled code computes; for ``exp``,
-``log``, ``tanh``, ``erf`` and the accumulating ops (``matmul``, ``conv2d``, reductions,
-``softmax``, pools) it is the accurately rounded answer, which a float32 kernel
-approaches within its own rounding error. Integer and bool tensors compute in their
+rounding is innocuous), i.e. bitwise what the compiled code computes (f16 too,
+which the compiled code computes in float32 and rounds to float16 after every op);
+for ``exp``, ``log``, ``tanh``, ``erf`` and the accumulating ops (``matmul``,
+``conv2d``, reductions, ``softmax``, pools) it is the accurately rounded answer,
+which a float32 kernel approaches within its own rounding error. Integer and bool tensors compute in their
 own dtype (integer arithmetic wraps around, as the compiled code's); ``tg.cast``
 converts straight from the operand's dtype (``int64 -> float32`` rounds once).
 
@@ -50,6 +51,7 @@ from qidao.dialects.tg.compare import (
     SelectOp,
 )
 from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
     AbsOp,
     AddOp,
@@ -193,10 +195,14 @@ def _erf(x: Array) -> Array:
 
 def _divide(a: Array, b: Array) -> Array:
     """IEEE division on floats; on integers ``tg.div``'s: truncation toward zero,
-    ``x / 0 = 0`` and ``MIN / -1 = MIN`` (see ``DivOp``)."""
+    ``x / 0 = 0`` and ``MIN / -1 = MIN`` (see ``DivOp``); unsigned ones divide
+    unsigned (``x / 0 = 0`` too)."""
     if not np.issubdtype(a.dtype, np.integer):
         return np.divide(a, b)  # type: ignore[no-any-return]
     a, b = np.broadcast_arrays(a, b)
+    if np.issubdtype(a.dtype, np.unsignedinteger):
+        q = np.floor_divide(a, np.where(b == 0, 1, b).astype(b.dtype))
+        return np.where(b == 0, np.zeros_like(q), q)  # type: ignore[no-any-return]
     special = (b == 0) | (b == -1)
     safe = np.where(special, 1, b).astype(b.dtype)
     q = np.floor_divide(a, safe)
@@ -308,6 +314,38 @@ def _gather(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, GatherOp)
     indices = np.array(op.normalized_indices(), dtype=np.int64)
     return [np.take(xs[0], indices, axis=op.normalized_axis())]
+
+
+def _entries(indices: Array, size: int) -> Array:
+    """The entries runtime ``indices`` read on an axis of ``size``: wrapped once if
+    negative, then clamped into ``[0, size - 1]`` (``dynamic_indexing.py``)."""
+    wrapped = np.where(indices < 0, indices.astype(np.int64) + size, indices)
+    return np.clip(wrapped, 0, max(size - 1, 0)).astype(np.int64)
+
+
+def _take(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, TakeOp)
+    x, indices = xs
+    shape = shape_of(op.result.type)
+    if math.prod(shape) == 0:
+        return [np.zeros(shape, x.dtype)]
+    axis = op.normalized_axis()
+    return [np.take(x, _entries(indices, x.shape[axis]), axis=axis)]
+
+
+def _gather_elements(op: Operation, xs: list[Array]) -> list[Array]:
+    """``np.take_along_axis`` of the input cut to the indices' shape in every
+    dimension but the axis (``torch.gather``)."""
+    assert isinstance(op, GatherElementsOp)
+    x, indices = xs
+    if indices.size == 0:
+        return [np.zeros(indices.shape, x.dtype)]
+    axis = op.normalized_axis()
+    cut = tuple(
+        slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape)
+    )
+    entries = _entries(indices, x.shape[axis])
+    return [np.take_along_axis(x[cut], entries, axis=axis)]
 
 
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
@@ -484,6 +522,8 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     ConcatOp: _concat,
     SliceOp: _slice,
     GatherOp: _gather,
+    TakeOp: _take,
+    GatherElementsOp: _gather_elements,
     MatmulOp: _matmul,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    Float16Type,
     Float32Type,
     Float64Type,
     IntegerType,
     NoneAttr,
+    Signedness,
     StridedLayoutAttr,
     TensorType,
     f32,
@@ -32,10 +34,23 @@ from qidao.dialects.tg.layout import Shape, contiguous_strides, is_contiguous
 _DTYPE_NAMES: dict[Attribute, str] = {
     Float32Type(): "float32",
     Float64Type(): "float64",
+    Float16Type(): "float16",
+    IntegerType(8): "int8",
+    IntegerType(16): "int16",
     IntegerType(32): "int32",
     IntegerType(64): "int64",
+    IntegerType(8, Signedness.UNSIGNED): "uint8",
+    IntegerType(16, Signedness.UNSIGNED): "uint16",
+    IntegerType(32, Signedness.UNSIGNED): "uint32",
+    IntegerType(64, Signedness.UNSIGNED): "uint64",
     IntegerType(1): "bool",
 }
+"""Every element type tg has and its NumPy dtype name. Signed integers are the
+signless ``i8 .. i64`` (as in ``arith``, where the op says how to read them); the
+unsigned ones are ``ui8 .. ui64``, so a tg value says how its bits are read and the
+lowering can pick ``divui``, ``cmpi ult``, ``uitofp``... (see
+``qidao/passes/_tg_lower_scalar.py``). Below tg, in memrefs, every integer is
+signless (``ui8`` is stored as ``i8``: :func:`storage_type`)."""
 
 
 def dtype_name(element_type: Attribute) -> str:
@@ -133,10 +148,30 @@ def is_float(t: Attribute) -> bool:
     return isinstance(t.get_element_type(), AnyFloat)
 
 
+def is_unsigned(element_type: Attribute) -> bool:
+    """``ui8``, ``ui16``, ``ui32`` or ``ui64``."""
+    return (
+        isinstance(element_type, IntegerType)
+        and element_type.signedness.data == Signedness.UNSIGNED
+    )
+
+
+def storage_type(element_type: Attribute) -> Attribute:
+    """The element type in memory and in ``arith``: signless (``ui8 -> i8``); other
+    element types are their own."""
+    if is_unsigned(element_type):
+        assert isinstance(element_type, IntegerType)
+        return IntegerType(element_type.width.data)
+    return element_type
+
+
 FLOAT = frozenset({"float"})
-"""Element kinds an op takes: f32 and f64."""
+"""Element kinds an op takes: f16, f32 and f64. Elementwise ops compute f16 in f32
+and round each result back to f16, as NumPy's float16 ufuncs do; the ops that
+accumulate (matmul, conv2d, reductions, softmax, pools, norms) take f32 and f64 only
+(:meth:`qidao.dialects.tg.base.TgOp.expect_float`)."""
 NUMERIC = frozenset({"float", "int"})
-"""f32, f64, i32 and i64."""
+"""Floats and every integer type (i8 .. i64, ui8 .. ui64)."""
 BOOL = frozenset({"bool"})
 """i1 (NumPy's bool)."""
 ANY_KIND = frozenset({"float", "int", "bool"})
@@ -151,7 +186,8 @@ _KIND_TEXT = {
 
 
 def kind_of(element_type: Attribute) -> str:
-    """``"float"`` (f32, f64), ``"bool"`` (i1) or ``"int"`` (i32, i64)."""
+    """``"float"`` (f16, f32, f64), ``"bool"`` (i1) or ``"int"`` (signed and unsigned
+    integers)."""
     if isinstance(element_type, AnyFloat):
         return "float"
     if isinstance(element_type, IntegerType) and element_type.width.data == 1:

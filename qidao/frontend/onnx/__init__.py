@@ -10,7 +10,11 @@ The steps, each failing with an ``OnnxImportError`` that says what to change:
 2. scan every node: all unsupported op types are reported at once, with the nodes
    that use them (``UnsupportedOpsError``), before any other work. An op type is
    supported if it has a converter or a folder (below); constant-only ops pass the
-   scan, since which inputs fold is known only during the walk;
+   scan, since which inputs fold is known only during the walk. An op with neither
+   that ONNX defines as a function of other ops (``Attention``,
+   ``RMSNormalization``, the losses, ...) is supported when its function body is:
+   the walk converts the body in its place (``functions.py``), and a body op qidao
+   lacks is named with it (``Op (expanded: Inner unsupported)``);
 3. fix the input shapes (``input_shapes`` overrides dynamic dimensions) and run
    ONNX shape inference in strict mode (type errors in the model surface here);
 4. walk the nodes in order, one converter per op type, building tg ops through the
@@ -46,7 +50,9 @@ The package:
   ``reduce``, ``nn``, ``logic`` (comparisons, logical ops, Where, Mod), and ``compose`` (ops built from other tg ops: LeakyRelu,
   Clip, Pow, ReduceL2, Squeeze, Pad, ...);
 - ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
-  ``Size`` converters, which read the static shape of any input.
+  ``Size`` converters, which read the static shape of any input;
+- ``functions.py``: ops ONNX defines as functions, expanded into their bodies (the
+  scan of step 2, and the expansion in the walk).
 
 To add an operator, write a function in the fitting converter module (or a new one,
 imported below) and register it with one decorator::

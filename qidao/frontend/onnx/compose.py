@@ -181,21 +181,23 @@ def _pow(im: Importer, node: Node) -> list[Value | Array]:
     elements are all one of 0, 0.5, 1, 2, 3 or -1 is ``1``, ``sqrt``, ``x``,
     ``x*x``, ``x*x*x``, ``1/x`` (the last two within rounding; ``sqrt(-inf)`` is NaN,
     as NumPy's ``power(-inf, 0.5)``); any other float case is ``tg.pow`` with ``y``
-    cast to ``x``'s dtype. An integer ``x`` computes in float64 and truncates back
-    (exact while the powers stay below 2^53)."""
+    cast to ``x``'s dtype (float16 computes in float32, rounded once). An integer
+    ``x`` computes in float64 and truncates back (exact while the powers stay below
+    2^53)."""
     g, x = im.graph, im.input(node, 0)
     name = node.inputs[1] if len(node.inputs) > 1 else ""
     exponent = im.env.get(name) if name else None
     if exponent is None:
         raise node.error("the exponent input (#1) is missing")
-    if not isinstance(exponent, Value) and x.dtype in ("float32", "float64"):
+    floats = ("float16", "float32", "float64")
+    if not isinstance(exponent, Value) and x.dtype in floats:
         fast = _pow_by_constant(g, x, exponent)
         if fast is not None:
             return [fast]
     y = im.value(name)
-    if x.dtype in ("float32", "float64"):
+    if x.dtype in floats:
         return [g.pow(x, y if y.dtype == x.dtype else g.cast(y, x.dtype))]
-    if x.dtype not in ("int32", "int64"):
+    if x.dtype == "bool":
         raise node.error(f"Pow of a {x.dtype} base is not supported")
     wide = g.pow(
         g.cast(x, "float64"), y if y.dtype == "float64" else g.cast(y, "float64")
@@ -313,8 +315,8 @@ def _cast_value(im: Importer, node: Node, x: Value, target: str) -> Value:
 @converter("Cast")
 def _cast(im: Importer, node: Node) -> list[Value | Array]:
     """A runtime tensor, as NumPy's ``astype`` (``tg.cast``: float to integer
-    truncates; NaN and out-of-range values have no defined result), to float32,
-    float64, int32, int64 or bool; constant inputs fold in NumPy instead."""
+    truncates; NaN and out-of-range values have no defined result), to any dtype
+    of ``load.DTYPES``; constant inputs fold in NumPy instead."""
     x = im.input(node, 0)
     to = int(node.attr("to", 0))
     target = DTYPES.get(to)
@@ -568,13 +570,21 @@ def _reduce_log_sum_exp(im: Importer, node: Node) -> list[Value | Array]:
 @converter("ReduceMin")
 def _reduce_min(im: Importer, node: Node) -> list[Value | Array]:
     """``-max(-x)`` over the axes (exact: negation is; +inf over an empty set); for
-    bools ``not any(not x)`` (true over an empty set)."""
+    bools ``not any(not x)`` (true over an empty set); integers negate in float64
+    (a wrapping ``-x`` would not reverse their order: ``-0 = 0`` unsigned,
+    ``-MIN = MIN``)."""
     g = im.graph
     x, axes, keepdims = _reduce_operands(im, node)
     if axes is None:
         return [x]
-    negate = g.logical_not if x.dtype == "bool" else g.neg
-    return [negate(reduce_values(g, Graph.reduce_max, negate(x), axes, keepdims))]
+    if x.dtype == "bool":
+        not_x = g.logical_not(x)
+        return [
+            g.logical_not(reduce_values(g, Graph.reduce_max, not_x, axes, keepdims))
+        ]
+    xf = x if x.dtype in ("float16", "float32", "float64") else g.cast(x, "float64")
+    y = g.neg(reduce_values(g, Graph.reduce_max, g.neg(xf), axes, keepdims))
+    return [y if y.dtype == x.dtype else g.cast(y, x.dtype)]
 
 
 @converter("GlobalMaxPool")

@@ -26,9 +26,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.errors import ConstantRequiredError, GraphError, OnnxImportError
+from qidao.frontend.onnx import functions
 from qidao.frontend.onnx.load import (
     DTYPES,
-    check_supported,
     default_opset,
     graph_dtype,
     infer_shapes,
@@ -90,8 +90,11 @@ def import_onnx(
     That is the hook of ``qidao.compiler.specialize``.
     """
     proto = load_model(model)
-    # constant-only ops pass this scan: which inputs fold is known only during the walk
-    check_supported(proto, CONVERTERS.keys() | FOLDERS.keys())
+    # constant-only ops pass this scan: which inputs fold is known only during the walk;
+    # an op without either passes when its function body does (functions.py)
+    supported = CONVERTERS.keys() | FOLDERS.keys()
+    functions.check_supported(proto, supported)
+    proto = functions.with_default_attributes(proto, supported)
     proto = with_constants(proto, constants or {})
     proto = with_input_shapes(proto, input_shapes or {})
     proto = infer_shapes(proto)
@@ -219,6 +222,11 @@ class Importer:
             self._convert(node)
 
     def _convert(self, node: Node) -> None:
+        if node.op_type not in CONVERTERS and node.op_type not in FOLDERS:
+            # an op ONNX defines as a function of other ops: convert its body
+            supported = CONVERTERS.keys() | FOLDERS.keys()
+            functions.expand(self, node, supported, self._convert)
+            return
         try:
             results = self._evaluate(node)
         except GraphError as e:

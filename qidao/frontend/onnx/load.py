@@ -1,7 +1,8 @@
 """Loading an ONNX model and the checks before and around the node walk.
 
-Steps 1-3 of ``import_onnx`` (load, scan for unsupported ops, fix the input shapes and
-run shape inference), and the dtype / static-shape checks on graph inputs and outputs.
+Steps 1 and 3 of ``import_onnx`` (load; fix the input shapes and run shape inference;
+step 2, the scan for unsupported ops, is ``functions.check_supported``), and the dtype /
+static-shape checks on graph inputs and outputs.
 
 Loading checks what a malformed model would otherwise turn into a traceback from deep
 inside: an IR version or opset newer than the installed onnx, a node using a tensor
@@ -21,7 +22,7 @@ with its opset and the converter's reason.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import onnx
@@ -104,21 +105,6 @@ def node_label(node: Any, index: int) -> str:
     return str(node.name) if node.name else f"#{index}"
 
 
-def check_supported(proto: Any, supported: Collection[str]) -> None:
-    """Raise ``UnsupportedOpsError`` naming every op type not in ``supported`` (or not
-    in the default domain), with the nodes that use it."""
-    unsupported: dict[str, list[str]] = {}
-    for index, node in enumerate(proto.graph.node):
-        op_type = str(node.op_type)
-        if node.domain not in ("", "ai.onnx"):
-            op_type = f"{node.domain}::{op_type}"
-        elif op_type in supported:
-            continue
-        unsupported.setdefault(op_type, []).append(node_label(node, index))
-    if unsupported:
-        raise UnsupportedOpsError(unsupported)
-
-
 def with_input_shapes(proto: Any, input_shapes: Mapping[str, Sequence[int]]) -> Any:
     """A copy of ``proto`` whose graph inputs have the shapes ``input_shapes`` gives."""
     if not input_shapes:
@@ -189,6 +175,13 @@ DTYPES: dict[int, str] = {
     onnx.TensorProto.INT32: "int32",
     onnx.TensorProto.INT64: "int64",
     onnx.TensorProto.BOOL: "bool",
+    onnx.TensorProto.FLOAT16: "float16",
+    onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.INT16: "int16",
+    onnx.TensorProto.UINT8: "uint8",
+    onnx.TensorProto.UINT16: "uint16",
+    onnx.TensorProto.UINT32: "uint32",
+    onnx.TensorProto.UINT64: "uint64",
 }
 """ONNX element types of the graph inputs and outputs qidao takes: their NumPy
 dtype names."""

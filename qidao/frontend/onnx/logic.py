@@ -16,6 +16,7 @@ composition and is refused for runtime tensors.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -82,23 +83,27 @@ def _is_inf(im: Importer, node: Node) -> list[Value | Array]:
 @converter("Sign")
 def _sign(im: Importer, node: Node) -> list[Value | Array]:
     """-1, 0 or 1: ``where(x > 0, 1, where(x < 0, -1, x))``, so 0 and NaN give
-    themselves (NumPy's ``sign``)."""
+    themselves (NumPy's ``sign``); unsigned: ``where(x > 0, 1, x)``."""
     g, x = im.graph, im.input(node, 0)
+    if x.dtype.startswith("uint"):
+        return [g.where(g.greater(x, 0), 1, x)]
     return [g.where(g.greater(x, 0), 1, g.where(g.less(x, 0), -1, x))]
 
 
 @converter("Mod")
 def _mod(im: Importer, node: Node) -> list[Value | Array]:
-    """Integers: ``fmod=1`` is C's ``fmod`` (the sign of ``a``), ``fmod=0`` (the
-    default) Python's ``%`` (the sign of ``b``). ``x mod 0`` is ``x`` (ONNX leaves it
-    undefined)."""
+    """Integers (signed or unsigned): ``fmod=1`` is C's ``fmod`` (the sign of
+    ``a``), ``fmod=0`` (the default) Python's ``%`` (the sign of ``b``). ``x mod 0``
+    is ``x`` (ONNX leaves it undefined). float16: in float64 (``_mod_f16``)."""
     g = im.graph
     a, b = im.input(node, 0), im.input(node, 1)
     fmod = int(node.attr("fmod", 0))
-    if a.dtype not in ("int32", "int64"):
+    if a.dtype == "float16":
+        return [_mod_f16(g, a, b, fmod)]
+    if a.dtype not in _INTEGERS:
         raise node.error(
-            f"Mod of runtime {a.dtype} tensors is not supported (only int32 and int64: "
-            "tg has no exact float remainder)"
+            f"Mod of runtime {a.dtype} tensors is not supported (only integers and "
+            "float16: tg has no exact float remainder)"
         )
     r = a - g.div(a, b) * b
     if fmod:
@@ -107,6 +112,29 @@ def _mod(im: Importer, node: Node) -> list[Value | Array]:
         g.not_equal(r, 0), g.logical_xor(g.less(r, 0), g.less(b, 0))
     )
     return [g.where(wrong_sign, r + b, r)]
+
+
+_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _mod_f16(g: Graph, a: Value, b: Value, fmod: int) -> Value:
+    """float16 ``Mod`` in float64, rounded once to float16. ``fmod=1`` is C's
+    ``fmod``: ``a - trunc(a / b) * b``, exact for f16 operands (their quotient has
+    at most 11 + 40 significant bits, so float64 truncates it right, ``trunc(a / b) *
+    b`` is exact, and so is the difference); ``fmod=0`` is NumPy's ``remainder``:
+    ``r + b`` where that remainder ``r`` is non-zero and its sign differs from
+    ``b``'s. As NumPy's: ``x mod 0`` and ``inf mod y`` are NaN, ``fmod(x, inf)`` is
+    ``x``."""
+    a64, b64 = g.cast(a, "float64"), g.cast(b, "float64")
+    whole = g.cast(g.cast(a64 / b64, "int64"), "float64")
+    r = g.where(g.equal(g.abs(b64), math.inf), a64, a64 - whole * b64)
+    if not fmod:
+        wrong_sign = g.logical_and(
+            g.not_equal(r, 0.0), g.logical_xor(g.less(r, 0.0), g.less(b64, 0.0))
+        )
+        r = g.where(wrong_sign, r + b64, r)
+    undefined = g.logical_or(g.equal(b64, 0.0), g.equal(g.abs(a64), math.inf))
+    return g.cast(g.where(undefined, math.nan, r), "float16")
 
 
 @converter("Trilu")

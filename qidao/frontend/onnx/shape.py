@@ -1,12 +1,15 @@
 """Converters for ``Transpose``, ``Reshape``, ``Flatten``, and the indexing ops
-``Concat``, ``Slice``, ``Gather`` and ``Split`` on runtime tensors.
+``Concat``, ``Slice``, ``Gather``, ``GatherElements`` and ``Split`` on runtime tensors.
 
-The indexing ops also have folders (``fold.py``, and ``Split``'s below) that run when
-every input is a constant; their converters here take a runtime ``data`` tensor and
-need the rest (``starts``/``ends``/``axes``/``steps``, ``indices``, ``split``) to be
-constants. ``Slice`` and ``Split`` become ``tg.slice`` views, a negative ``Slice``
-step a ``tg.gather`` of the reversed entries; ``Gather`` is a ``tg.gather`` of the
-flattened indices and a reshape.
+The indexing ops also have folders (``fold.py``, and ``Split``'s and
+``GatherElements``' below) that run when every input is a constant; their converters here take a runtime ``data`` tensor and
+need the rest (``starts``/``ends``/``axes``/``steps``, ``split``) to be constants.
+``Slice`` and ``Split`` become ``tg.slice`` views, a negative ``Slice`` step a
+``tg.gather`` of the reversed entries. ``Gather`` with constant indices is a
+``tg.gather`` of the flattened indices and a reshape; with indices computed at run
+time (token ids) it is a ``tg.take``, and ``GatherElements`` a
+``tg.gather_elements`` (see ``qidao/dialects/tg/dynamic_indexing.py``: a runtime
+index out of range is clamped into the axis).
 """
 
 from __future__ import annotations
@@ -167,22 +170,74 @@ def _slice(im: Importer, node: Node) -> list[Value | Array]:
     ]
 
 
-@converter("Gather")
-def _gather(im: Importer, node: Node) -> list[Value | Array]:
-    """``np.take(data, indices, axis)`` with constant ``indices`` of any shape."""
-    x = im.input(node, 0)
+def _indices_input(im: Importer, node: Node) -> Value | Array:
+    """Input #1 of a gather: a constant array or a runtime graph value."""
     if len(node.inputs) < 2 or not node.inputs[1]:
         raise node.error("the indices input (#1) is missing")
-    indices = im.const(node, node.inputs[1], "indices")
-    if x.rank == 0:
-        raise node.error("cannot gather from a rank-0 tensor")
-    axis = _axis(node, int(node.attr("axis", 0)), x.rank)
-    n = x.shape[axis]
+    name = node.inputs[1]
+    if name not in im.env:
+        raise node.error(f"tensor '{name}' is used before it is defined")
+    return im.env[name]
+
+
+def _check_constant_indices(node: Node, indices: Array, axis: int, n: int) -> None:
+    if indices.dtype.kind not in "iu":
+        raise node.error(f"indices must be integers, got {indices.dtype}")
     if np.any((indices < -n) | (indices >= n)):
         raise node.error(
             f"indices {_ints(indices)} are out of range for axis {axis} of size {n}"
         )
+
+
+@converter("Gather")
+def _gather(im: Importer, node: Node) -> list[Value | Array]:
+    """``np.take(data, indices, axis)``: constant ``indices`` of any shape make a
+    ``tg.gather`` (an all-affine kernel; an index out of range is an import error),
+    runtime ones a ``tg.take``, which clamps an out-of-range index into the axis."""
+    x = im.input(node, 0)
+    indices = _indices_input(im, node)
+    if x.rank == 0:
+        raise node.error("cannot gather from a rank-0 tensor")
+    axis = _axis(node, int(node.attr("axis", 0)), x.rank)
+    if isinstance(indices, Value):
+        return [im.graph.take(x, indices, axis)]
+    _check_constant_indices(node, indices, axis, x.shape[axis])
     return [im.graph.gather(x, indices.astype(np.int64), axis)]
+
+
+def _gather_elements_args(node: Node, rank: int, index_rank: int) -> int:
+    if rank == 0:
+        raise node.error("cannot gather from a rank-0 tensor")
+    if index_rank != rank:
+        raise node.error(
+            f"the indices have rank {index_rank}, but the data has rank {rank}"
+        )
+    return _axis(node, int(node.attr("axis", 0)), rank)
+
+
+@folder("GatherElements")
+def _gather_elements_fold(node: Node, args: list[Array | None]) -> list[Array]:
+    data, indices = [*args, None, None][:2]
+    if data is None or indices is None:
+        raise node.error("the data (#0) and indices (#1) inputs are required")
+    axis = _gather_elements_args(node, data.ndim, indices.ndim)
+    _check_constant_indices(node, indices, axis, data.shape[axis])
+    cut = tuple(
+        slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape)
+    )
+    return [np.take_along_axis(data[cut], indices.astype(np.int64), axis=axis)]
+
+
+@converter("GatherElements")
+def _gather_elements(im: Importer, node: Node) -> list[Value | Array]:
+    """``tg.gather_elements``: one index per output element along ``axis``; constant
+    indices out of range are an import error, runtime ones are clamped."""
+    x = im.input(node, 0)
+    indices = _indices_input(im, node)
+    axis = _gather_elements_args(node, x.rank, len(indices.shape))
+    if not isinstance(indices, Value):
+        _check_constant_indices(node, indices, axis, x.shape[axis])
+    return [im.graph.gather_elements(x, indices, axis)]
 
 
 def split_sizes(node: Node, dim: int, split: Array | None) -> list[int]:

@@ -30,13 +30,42 @@ func.func @strided(%a: memref<4x8xf64, strided<[1, 4], offset: 2>>, %b: memref<4
   func.return %x : f64
 }
 
+// Unary math intrinsics are called by their mangled names, so f32 and f64 uses
+// live in one module (xDSL's llvm.intr.fabs would declare one @llvm.fabs).
+// CHECK-LABEL: llvm.func @two_widths(
+// CHECK-NEXT:    %abs32 = llvm.call_intrinsic "llvm.fabs.f32"(%x32) : (f32) -> f32
+// CHECK-NEXT:    %abs64 = llvm.call_intrinsic "llvm.fabs.f64"(%x64) : (f64) -> f64
+func.func @two_widths(%x32: f32, %x64: f64) -> f64 {
+  %abs32 = math.absf %x32 : f32
+  %abs64 = math.absf %x64 : f64
+  %wide = arith.extf %abs32 : f32 to f64
+  %sum = arith.addf %abs64, %wide : f64
+  func.return %sum : f64
+}
+
+// uitofp from i64: values >= 2^63 read negative as signed, so they convert
+// (x >> 1) | (x & 1) and double it.
+// CHECK-LABEL: llvm.func @uitofp_i64(
+// CHECK:         %[[DIRECT:.*]] = llvm.sitofp %[[X:.*]] : i64 to f32
+// CHECK-NEXT:    %[[HALF:.*]] = llvm.lshr %[[X]], %[[ONE:.*]] : i64
+// CHECK-NEXT:    %[[LOW:.*]] = llvm.and %[[X]], %[[ONE]] : i64
+// CHECK-NEXT:    %[[STICKY:.*]] = llvm.or %[[HALF]], %[[LOW]] : i64
+// CHECK-NEXT:    %[[F:.*]] = llvm.sitofp %[[STICKY]] : i64 to f32
+// CHECK-NEXT:    %[[TWICE:.*]] = llvm.fadd %[[F]], %[[F]] : f32
+// CHECK:         %[[BIG:.*]] = llvm.icmp "slt" %[[X]], %{{.*}} : i64
+// CHECK-NEXT:    %nf = llvm.select %[[BIG]], %[[TWICE]], %[[DIRECT]] : i1, f32
+func.func @uitofp_i64(%n: i64) -> f32 {
+  %nf = arith.uitofp %n : i64 to f32
+  func.return %nf : f32
+}
+
 // Float ops keep fastmath; maximumf is the NaN-propagating llvm.maximum; math maps
 // to intrinsics (tanh too) or libm (erf).
 // CHECK-LABEL: llvm.func @float_ops(
 // CHECK-SAME:      %[[X:[a-z0-9_]+]]: f32, %[[Y:[a-z0-9_]+]]: f32) -> f32
 // CHECK-NEXT:    %s = llvm.fadd %[[X]], %[[Y]] {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
 // CHECK-NEXT:    %m = llvm.call_intrinsic "llvm.maximum.f32"(%s, %[[Y]]) : (f32, f32) -> f32
-// CHECK-NEXT:    %e = llvm.intr.exp(%m) : (f32) -> f32
+// CHECK-NEXT:    %e = llvm.call_intrinsic "llvm.exp.f32"(%m) : (f32) -> f32
 // CHECK-NEXT:    %t = llvm.call_intrinsic "llvm.tanh.f32"(%e) : (f32) -> f32
 // CHECK-NEXT:    %r = llvm.call @erff(%t) : (f32) -> f32
 // CHECK-NEXT:    %c = llvm.fcmp "olt" %r, %[[X]] : f32
