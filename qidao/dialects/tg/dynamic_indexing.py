@@ -85,19 +85,10 @@ def _check_not_empty_axis(
         )
 
 
-@irdl_op_definition
-class TakeOp(TgOp):
-    """``np.take(x, indices, axis)`` with a runtime i32/i64 ``indices`` tensor of any
-    shape: the result has ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
-    Negative indices count from the end; out-of-range ones are clamped (module
-    text). A rank-0 index drops the axis.
+class _GatherByTensorOp(TgOp):
+    """``%r = tg.<op> %x, %indices axis = a``: the operands, property, syntax and
+    verifier both gathers share; each defines ``infer`` (its result type)."""
 
-    ```mlir
-    %r = tg.take %x, %ids axis = 0 : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
-    ```
-    """
-
-    name = "tg.take"
     input = operand_def(TensorType)
     indices = operand_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
@@ -121,14 +112,7 @@ class TakeOp(TgOp):
     def infer(
         input: TensorType[Attribute], indices: TensorType[Attribute], axis: int
     ) -> Attribute:
-        """The row-major result type, or an error naming what does not fit."""
-        name = TakeOp.name
-        a = _axis(name, input, axis)
-        _check_indices(name, indices)
-        shape = shape_of(input)
-        result = (*shape[:a], *shape_of(indices), *shape[a + 1 :])
-        _check_not_empty_axis(name, input, a, result)
-        return tensor_type(result, input.get_element_type())
+        raise NotImplementedError
 
     def normalized_axis(self) -> int:
         return _axis(self.name, tensor(self.input), self.axis.value.data)
@@ -141,7 +125,35 @@ class TakeOp(TgOp):
 
 
 @irdl_op_definition
-class GatherElementsOp(TgOp):
+class TakeOp(_GatherByTensorOp):
+    """``np.take(x, indices, axis)`` with a runtime i32/i64 ``indices`` tensor of any
+    shape: the result has ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
+    Negative indices count from the end; out-of-range ones are clamped (module
+    text). A rank-0 index drops the axis.
+
+    ```mlir
+    %r = tg.take %x, %ids axis = 0 : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    ```
+    """
+
+    name = "tg.take"
+
+    @staticmethod
+    def infer(
+        input: TensorType[Attribute], indices: TensorType[Attribute], axis: int
+    ) -> Attribute:
+        """The row-major result type, or an error naming what does not fit."""
+        name = TakeOp.name
+        a = _axis(name, input, axis)
+        _check_indices(name, indices)
+        shape = shape_of(input)
+        result = (*shape[:a], *shape_of(indices), *shape[a + 1 :])
+        _check_not_empty_axis(name, input, a, result)
+        return tensor_type(result, input.get_element_type())
+
+
+@irdl_op_definition
+class GatherElementsOp(_GatherByTensorOp):
     """ONNX ``GatherElements`` / ``torch.gather``: ``out[.., ik, ..] = x[..,
     indices[.., ik, ..], ..]`` with ``ik`` on ``axis``. The indices (i32/i64) have
     the input's rank, and at most the input's size in every dimension but ``axis``;
@@ -154,24 +166,6 @@ class GatherElementsOp(TgOp):
     """
 
     name = "tg.gather_elements"
-    input = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    axis = prop_def(IntegerAttr[I64])
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `,` $indices `axis` `=` $axis attr-dict `:` `(` type($input) `,` "
-        "type($indices) `)` `->` type($result)"
-    )
-
-    def __init__(self, input: SSAValue, indices: SSAValue, axis: int) -> None:
-        t = tensor(input)
-        a = _axis(self.name, t, axis)
-        super().__init__(
-            operands=[input, indices],
-            result_types=[self.infer(t, tensor(indices), a)],
-            properties={"axis": IntegerAttr(a, 64)},
-        )
 
     @staticmethod
     def infer(
@@ -196,12 +190,3 @@ class GatherElementsOp(TgOp):
                 )
         _check_not_empty_axis(name, input, a, index_shape)
         return tensor_type(index_shape, input.get_element_type())
-
-    def normalized_axis(self) -> int:
-        return _axis(self.name, tensor(self.input), self.axis.value.data)
-
-    def verify_(self) -> None:
-        self.verify_tensors()
-        self.expect_result_type(
-            self.infer(tensor(self.input), tensor(self.indices), self.axis.value.data)
-        )
