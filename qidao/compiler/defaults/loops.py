@@ -21,7 +21,7 @@ from qidao.compiler.schedule import Schedule
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
 
-def _parallel_outer(
+def parallel_outer(
     s: Schedule, kernel: str, threads: int, loops: list[str], per_iteration: int
 ) -> str:
     """``loops`` (outer first) are candidates; each innermost iteration touches
@@ -47,7 +47,7 @@ def _parallel_outer(
 
 def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
     """The outermost loop with enough iterations parallel, when the work pays."""
-    return _parallel_outer(s, kernel, threads, s.loops(kernel), 1)
+    return parallel_outer(s, kernel, threads, s.loops(kernel), 1)
 
 
 def schedule_rows(s: Schedule, kernel: str, threads: int) -> str:
@@ -60,4 +60,4 @@ def schedule_rows(s: Schedule, kernel: str, threads: int) -> str:
         raise NotApplicable(f"expected row loops before the reduction loops: {loops}")
     extents = s.extents(kernel)
     row = max((extents[n] or 1 for n in loops[len(rows) :]), default=1)
-    return _parallel_outer(s, kernel, threads, rows, row)
+    return parallel_outer(s, kernel, threads, rows, row)

@@ -15,7 +15,7 @@ lowered, with that reason.
 from __future__ import annotations
 
 from qidao.compiler.defaults import NotApplicable
-from qidao.compiler.defaults.loops import _parallel_outer
+from qidao.compiler.defaults.loops import parallel_outer
 from qidao.compiler.schedule import Schedule
 
 CHANNEL_LOOPS = ("c_init", "c", "c_norm")
@@ -38,7 +38,7 @@ def schedule_pool(s: Schedule, kernel: str, threads: int) -> str:
     done = f"channel loops {', '.join(channel)} on <{WIDTH} x float> vectors"
     ow = extents["ow"] or 1
     try:
-        parallel = _parallel_outer(s, kernel, threads, ["n", "oh"], ow * channels)
+        parallel = parallel_outer(s, kernel, threads, ["n", "oh"], ow * channels)
     except NotApplicable:
         return done
     return f"{done}, {parallel}"
