@@ -2,6 +2,6 @@
 
 import sys
 
-from qidao.compiler.cli import main
+from qidao.tools.cli import main
 
 sys.exit(main())

@@ -12,7 +12,7 @@ from xdsl.dialects import affine, arith, builtin, func, llvm, math, memref
 from xdsl.parser import Parser
 
 import qidao
-from qidao.compiler.emit_llvm import llvm_ir_text, lower_to_llvm_dialect
+from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
 from qidao.runtime.cpu import jit_compile
 from qidao.runtime.errors import ArgumentError
 from qidao.runtime.executor import NativeFunction, TensorSpec

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qidao.compiler.bench import (
+from qidao.tools.bench import (
     Result,
     _check,
     copy_bandwidth,
@@ -20,7 +20,7 @@ from qidao.compiler.bench import (
     runs_on,
     speedups,
 )
-from qidao.compiler.examples import get_example
+from qidao.tools.examples import get_example
 
 
 def test_bench_runs_each_backend_in_its_own_process(tmp_path: Path) -> None:

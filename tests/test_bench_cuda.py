@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from qidao.compiler import bench_cuda
-from qidao.compiler.bench_cuda import GpuResult, format_table, measure, write_csv
-from qidao.compiler.cli import main as cli_main
+from qidao.tools import bench_cuda
+from qidao.tools.bench_cuda import GpuResult, format_table, measure, write_csv
+from qidao.tools.cli import main as cli_main
 
 needs_gxx = pytest.mark.skipif(
     shutil.which("g++") is None, reason="g++ (the emulator) is not on PATH"

@@ -12,14 +12,17 @@ import pytest
 import qidao
 from qidao.compiler.schedule import Schedule
 from qidao.frontend.builder import Graph
-from qidao.passes._loops import IllegalScheduleError, InvalidArgumentError
-from qidao.passes.bind import (
+from qidao.passes.schedule.bind import (
     AxisAlreadyBoundError,
     BindNestingError,
     GpuLoopOnCpuError,
     LaunchLimitError,
     bound_axis,
     launch_extent,
+)
+from qidao.passes.schedule.loops.errors import (
+    IllegalScheduleError,
+    InvalidArgumentError,
 )
 
 MATMUL = "main_k0_matmul"
@@ -34,7 +37,7 @@ def matmul_graph(m: int = 16, k: int = 8, n: int = 12) -> Graph:
 
 
 def loop_axes(s: Schedule, kernel: str) -> dict[str, str | None]:
-    from qidao.passes._loops import find_loop
+    from qidao.passes.schedule.loops.nest import find_loop
 
     return {
         name: bound_axis(find_loop(s.module, "test", kernel, name)[1])
@@ -93,7 +96,7 @@ def test_split_extent_is_the_constant_bound() -> None:
     s.split(kernel, "i0", 256)
     s.bind(kernel, "i0_o", "blockIdx.x")
     s.bind(kernel, "i0_i", "threadIdx.x")
-    from qidao.passes._loops import find_loop
+    from qidao.passes.schedule.loops.nest import find_loop
 
     assert launch_extent(find_loop(s.module, "t", kernel, "i0_i")[1]) == 256
     assert launch_extent(find_loop(s.module, "t", kernel, "i0_o")[1]) == 4

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qidao.compiler.cli import main
+from qidao.tools.cli import main
 
 
 def test_compile_emits_each_stage(capsys: pytest.CaptureFixture[str]) -> None:

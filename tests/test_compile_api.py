@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.examples import EXAMPLES, chain_graph
 from qidao.compiler.pipeline import STAGE_NAMES
 from qidao.frontend.builder import Graph
 from qidao.runtime.errors import ArgumentError
+from qidao.tools.examples import EXAMPLES, chain_graph
 
 
 def book() -> qidao.Compiled:
@@ -319,7 +319,7 @@ def test_book_stats_in_both_modes() -> None:
 
 
 def test_book_is_one_matmul_kernel_with_a_fused_epilogue() -> None:
-    from qidao.compiler.explain import kernel_rows
+    from qidao.tools.explain import kernel_rows
 
     graph = qidao.compile(EXAMPLES["book"].build())
     assert graph.stats["kernels"] == 1

@@ -20,7 +20,7 @@ import qidao
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.schedule import IllegalScheduleError, LoopNotFoundError, Schedule
 from qidao.frontend.builder import Graph
-from qidao.passes._loops import loop_name
+from qidao.passes.schedule.loops.nest import loop_name
 
 K = "main_k0_fused"
 

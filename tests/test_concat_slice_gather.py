@@ -28,7 +28,7 @@ from qidao.dialects.tg.numpy_eval import evaluate_function
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.errors import GraphError, OnnxImportError
 from qidao.frontend.onnx import import_onnx
-from qidao.passes._tg_lower_indexing import index_runs
+from qidao.passes.kernels.lowering.indexing import index_runs
 
 Array = np.ndarray[Any, Any]
 MODES = ["graph", "eager"]

@@ -19,15 +19,16 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from qidao.compiler import conformance
-from qidao.compiler.cli import main
-from qidao.compiler.conformance import (
+from qidao.frontend.errors import OnnxImportError, UnsupportedOpsError
+from qidao.tools import conformance
+from qidao.tools.cli import main
+from qidao.tools.conformance import (
     BASELINE,
     compare_baseline,
     format_table,
     run_conformance,
 )
-from qidao.compiler.conformance_cases import (
+from qidao.tools.conformance_cases import (
     FAIL,
     PASS,
     UNSUPPORTED,
@@ -37,7 +38,6 @@ from qidao.compiler.conformance_cases import (
     compare,
     dtype_refusal,
 )
-from qidao.frontend.errors import OnnxImportError, UnsupportedOpsError
 
 UPDATE = (
     "qidao conformance onnx --write-baseline tests/data/onnx_conformance_baseline.json"

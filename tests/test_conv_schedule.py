@@ -1,4 +1,4 @@
-"""The default conv schedule (``qidao/compiler/defaults/conv.py``).
+"""The default conv schedule (``qidao/compiler/targets/cpu/defaults/conv.py``).
 
 ``schedule_conv`` either register-tiles an NHWC convolution kernel or returns False
 and leaves it exactly as it was. The tile needs the main nest ``n, oh, ow, kh, kw,
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.defaults.conv import schedule_conv
 from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cpu.defaults.conv import schedule_conv
 from qidao.frontend.builder import Graph
 
 Array = np.ndarray[Any, Any]

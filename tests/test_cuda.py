@@ -25,22 +25,22 @@ from xdsl.dialects import func
 from xdsl.parser import Parser
 
 import qidao
-from qidao.compiler.cli import main as cli_main
 from qidao.compiler.context import make_context
-from qidao.compiler.cuda import CompiledCuda, compile_cuda
-from qidao.compiler.cuda.emit import CudaEmitError, emit_kernel
-from qidao.compiler.cuda.workloads import (
+from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cuda import CompiledCuda, compile_cuda
+from qidao.compiler.targets.cuda.emit import CudaEmitError, emit_kernel
+from qidao.frontend.builder import Graph
+from qidao.runtime import cuda as runtime_cuda
+from qidao.runtime.cuda import CudaFunction, PycudaDevice, cuda_unavailable_reason
+from qidao.runtime.errors import ArgumentError
+from qidao.tools.cli import main as cli_main
+from qidao.tools.cuda_workloads import (
     BENCH_WORKLOADS,
     TEST_WORKLOADS,
     GpuWorkload,
     tiled_matmul,
 )
-from qidao.compiler.examples import EXAMPLES
-from qidao.compiler.schedule import Schedule
-from qidao.frontend.builder import Graph
-from qidao.runtime import cuda as runtime_cuda
-from qidao.runtime.cuda import CudaFunction, PycudaDevice, cuda_unavailable_reason
-from qidao.runtime.errors import ArgumentError
+from qidao.tools.examples import EXAMPLES
 
 RNG = np.random.default_rng(3)
 NVCC = shutil.which("nvcc")
@@ -55,7 +55,7 @@ def randn(*shape: int) -> np.ndarray[Any, Any]:
 
 
 # --- the workloads: graph, GPU schedule, inputs, reference -------------------------
-# (qidao/compiler/cuda/workloads.py: the same ones `qidao bench-cuda` times)
+# (qidao/tools/cuda_workloads.py: the same ones `qidao bench-cuda` times)
 
 Case = tuple[Graph, Callable[[Schedule], None] | str, Arrays, Arrays]
 

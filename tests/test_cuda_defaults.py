@@ -1,4 +1,4 @@
-"""The default GPU schedules (``qidao/compiler/cuda/defaults.py``) without a GPU:
+"""The default GPU schedules (``qidao/compiler/targets/cuda/defaults.py``) without a GPU:
 what each kernel kind gets, the CUDA C they give (the matmul's register tile and
 ``__shared__`` slices), ``nvcc -arch=sm_90`` warning-free, and the emulator's
 results against NumPy, at small sizes with tails. ``tests/test_cuda.py`` runs the
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.cuda import compile_cuda
-from qidao.compiler.cuda import defaults as gpu_defaults
-from qidao.compiler.examples import EXAMPLES
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
+from qidao.compiler.targets.cuda import compile_cuda
+from qidao.compiler.targets.cuda import defaults as gpu_defaults
 from qidao.frontend.builder import Graph
+from qidao.tools.examples import EXAMPLES
 
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")

@@ -1,4 +1,4 @@
-"""Default schedules (``qidao.compiler.defaults``): what ``qidao.compile(model)``
+"""Default schedules (``qidao.compiler.targets.cpu.defaults``): what ``qidao.compile(model)``
 applies per kernel kind, checked against NumPy, with the reasons it gives when it
 applies nothing."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler import defaults
 from qidao.compiler.defaults import kind_of
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
+from qidao.compiler.targets.cpu import defaults
 from qidao.frontend.builder import Graph
 
 

@@ -18,7 +18,7 @@ import pytest
 import qidao
 from qidao.dialects.tg.numpy_eval import evaluate_function
 from qidao.frontend.builder import Graph, Value
-from qidao.passes.fold_constants import FoldConstantsPass
+from qidao.passes.graph.fold_constants import FoldConstantsPass
 from qidao.runtime.errors import ArgumentError
 
 Array = np.ndarray[Any, Any]

@@ -24,8 +24,8 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, builtin, func, llvm, math, memref
 from xdsl.parser import Parser
 
-from qidao.compiler.emit_llvm import llvm_ir_text, lower_to_llvm_dialect
-from qidao.passes.expand_math import ExpandMathPass
+from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
+from qidao.passes.cpu.expand_math import ExpandMathPass
 from qidao.runtime.cpu import JitModule, host_cpu, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 

@@ -427,7 +427,7 @@ class ConvBN(nn.Module):
 
 def _dynamo_graphs(model: Any) -> tuple[Any, list[Any]]:
     """torch.compile(model) through the qidao backend, keeping what it returns."""
-    from qidao.frontend.fx_backend import qidao_backend
+    from qidao.dynamo_backend import qidao_backend
 
     graphs: list[Any] = []
 
@@ -439,7 +439,7 @@ def _dynamo_graphs(model: Any) -> tuple[Any, list[Any]]:
 
 
 def test_torch_compile_freezes_parameters_and_folds_batch_norm() -> None:
-    from qidao.frontend.fx_backend import FrozenGraph
+    from qidao.dynamo_backend import FrozenGraph
 
     model = ConvBN().eval()
     fast, graphs = _dynamo_graphs(model)

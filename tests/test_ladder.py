@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler import ladder
 from qidao.compiler.schedule import Schedule
+from qidao.tools import ladder
 
 N = 256  # the smallest size the rungs' 8 x 256 tiles fit without tails
 

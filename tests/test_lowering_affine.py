@@ -16,7 +16,10 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.parser import Parser
 
 from qidao.dialects.tg import TG
-from qidao.passes.convert_tg_to_affine import ConvertTgToAffinePass, TgLoweringError
+from qidao.passes.kernels.convert_tg_to_affine import (
+    ConvertTgToAffinePass,
+    TgLoweringError,
+)
 
 T = "tensor<2x3xf32>"
 NCHW = "tensor<1x2x5x5xf32>"

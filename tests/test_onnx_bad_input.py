@@ -19,10 +19,10 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import qidao
-from qidao.compiler.cli import main
 from qidao.frontend.errors import FrontendError, OnnxImportError, UnsupportedOpsError
 from qidao.frontend.onnx import import_onnx
 from qidao.runtime.errors import ArgumentError
+from qidao.tools.cli import main
 
 Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(0)

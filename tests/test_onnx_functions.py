@@ -20,10 +20,10 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import qidao
-from qidao.compiler.conformance_cases import classify_error
 from qidao.frontend.errors import ConstantRequiredError, UnsupportedOpsError
 from qidao.frontend.onnx import import_onnx, importer
 from qidao.frontend.onnx.functions import bind, expanded_key, expanded_nodes
+from qidao.tools.conformance_cases import classify_error
 
 Array = np.ndarray[Any, Any]
 RNG = np.random.default_rng(0)

@@ -21,11 +21,11 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StridedLayoutAttr, TensorType, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from qidao.compiler.emit_llvm import llvm_ir_text, lower_to_llvm_dialect
+from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
 from qidao.dialects import tg
 from qidao.dialects.tg.types import tensor_type
-from qidao.passes.convert_tg_to_affine import ConvertTgToAffinePass
-from qidao.passes.expand_math import ExpandMathPass
+from qidao.passes.cpu.expand_math import ExpandMathPass
+from qidao.passes.kernels.convert_tg_to_affine import ConvertTgToAffinePass
 from qidao.runtime.cpu import jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 

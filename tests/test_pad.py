@@ -1,6 +1,6 @@
 """``tg.pad`` and ``materialize-padding`` against NumPy.
 
-The pad kernel (``_tg_lower_pad.py``) must give ``np.pad``'s answer bit for bit,
+The pad kernel (``lowering/pad.py``) must give ``np.pad``'s answer bit for bit,
 whatever the input's layout; a convolution whose padding ``materialize-padding``
 moved into a ``tg.pad`` must give the same answer as NumPy's convolution, and so
 must one it left alone.
@@ -20,7 +20,7 @@ from qidao.dialects import tg
 from qidao.dialects.tg.numpy_eval import evaluate_function
 from qidao.dialects.tg.types import tensor_type
 from qidao.frontend.builder import Graph
-from qidao.passes.materialize_padding import should_materialize
+from qidao.passes.graph.materialize_padding import should_materialize
 
 Array = np.ndarray[Any, Any]
 

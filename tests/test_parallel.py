@@ -20,14 +20,14 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 import qidao
 from qidao.compiler.compile import Compiled
 from qidao.compiler.context import make_context, make_pass
-from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.pipeline import STAGES
 from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.frontend.builder import Graph
 from qidao.passes import all_passes
-from qidao.passes._loops import IllegalScheduleError, LoopNotFoundError
-from qidao.passes.convert_parallel_to_gomp import ConvertParallelToGompPass
-from qidao.passes.parallel import parallelize
+from qidao.passes.cpu.convert_parallel_to_gomp import ConvertParallelToGompPass
+from qidao.passes.schedule.loops.errors import IllegalScheduleError, LoopNotFoundError
+from qidao.passes.schedule.parallel import parallelize
 from qidao.runtime.cpu import JitModule, jit_compile, load_openmp_runtime
 from qidao.runtime.executor import NativeFunction, ndarray_entry_ir
 

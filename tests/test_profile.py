@@ -8,11 +8,11 @@ import pytest
 from xdsl.context import Context
 
 import qidao
-from qidao.compiler.cli import main
 from qidao.compiler.compile import Compiled
-from qidao.compiler.examples import chain_graph
 from qidao.frontend.builder import Graph
-from qidao.passes.instrument_kernels import InstrumentError, InstrumentKernelsPass
+from qidao.passes.cpu.instrument_kernels import InstrumentError, InstrumentKernelsPass
+from qidao.tools.cli import main
+from qidao.tools.examples import chain_graph
 
 
 def _two_kernels(n: int = 1 << 12) -> Graph:

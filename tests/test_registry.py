@@ -29,7 +29,7 @@ from xdsl.traits import HasParent
 
 import qidao.dialects.tg as tg_package
 from qidao.dialects.tg import TG, FusedOp
-from qidao.passes import all_passes, pass_module_names
+from qidao.passes import all_passes, pass_modules
 
 PASS_TESTS = Path(__file__).parent / "filecheck" / "passes"
 TG_OPS: list[type[Operation]] = list(TG.operations)
@@ -231,18 +231,16 @@ def test_wrap_example_finds_free_values() -> None:
 
 
 def test_pass_registry_uses_kebab_case_file_names() -> None:
-    assert sorted(all_passes()) == sorted(
-        n.replace("_", "-") for n in pass_module_names()
-    )
+    for name, module in pass_modules().items():
+        assert module.rpartition(".")[2] == name.replace("-", "_"), (name, module)
 
 
-@pytest.mark.parametrize("module_name", pass_module_names())
-def test_pass_is_documented_and_tested(module_name: str) -> None:
-    kebab = module_name.replace("_", "-")
-    pass_class = all_passes()[kebab]()
-    assert pass_class.name == kebab, (
-        f"qidao/passes/{module_name}.py defines pass {pass_class.name!r}; "
-        f"name it {kebab!r} after its file"
+@pytest.mark.parametrize("name", list(pass_modules()))
+def test_pass_is_documented_and_tested(name: str) -> None:
+    module = pass_modules()[name]
+    pass_class = all_passes()[name]()
+    assert pass_class.name == name, (
+        f"{module} defines pass {pass_class.name!r}; name it {name!r} after its file"
     )
     docstring = (
         vars(pass_class).get("__doc__") or sys.modules[pass_class.__module__].__doc__
@@ -250,7 +248,9 @@ def test_pass_is_documented_and_tested(module_name: str) -> None:
     assert docstring and docstring.strip(), (
         f"{pass_class.__name__} needs a docstring (class or module)"
     )
-    test_file = PASS_TESTS / f"{module_name}.mlir"
+    _, level, file = module.rsplit(".", 2)
+    test_file = PASS_TESTS / level / f"{file}.mlir"
     assert test_file.is_file(), (
-        f"pass {kebab!r} has no FileCheck test tests/filecheck/passes/{test_file.name}"
+        f"pass {name!r} has no FileCheck test "
+        f"tests/filecheck/passes/{level}/{test_file.name}"
     )

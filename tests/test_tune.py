@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.cli import main
 from qidao.compiler.schedule import ScheduleError
 from qidao.compiler.tune.cost_model import BoostedTrees
 from qidao.compiler.tune.records import (
@@ -19,7 +18,6 @@ from qidao.compiler.tune.records import (
     cpu_model,
     load_records,
 )
-from qidao.compiler.tune.report import compare_searches, format_comparison
 from qidao.compiler.tune.runner import WorkerPool
 from qidao.compiler.tune.search import (
     Trial,
@@ -32,6 +30,8 @@ from qidao.compiler.tune.space import Point, Space
 from qidao.compiler.tune.task import Task, named_task
 from qidao.compiler.tune.templates import TEMPLATES
 from qidao.compiler.tune.tuner import tune_task
+from qidao.tools.cli import main
+from qidao.tools.tune_report import compare_searches, format_comparison
 
 MATMUL = TEMPLATES["matmul"]
 

@@ -13,13 +13,13 @@ import pytest
 from xdsl.parser import Parser
 
 import qidao
-from qidao.compiler import ladder
 from qidao.compiler.context import make_context
-from qidao.compiler.emit_llvm import llvm_ir_text, lower_to_llvm_dialect
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
+from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
 from qidao.frontend.builder import Graph
-from qidao.passes.vectorize import vectorize_loop
+from qidao.passes.schedule.vectorize import vectorize_loop
 from qidao.runtime.cpu import jit_compile
+from qidao.tools import ladder
 
 Model = tuple[Graph, Callable[..., Any], list[np.ndarray[Any, Any]]]
 
@@ -281,8 +281,8 @@ def test_row_sum_through_memory(n: int) -> None:
 
 def test_every_lanewise_op_has_a_vector_lowering() -> None:
     """vectorize accepts exactly the ops the vector lowering knows how to emit."""
-    from qidao.passes import _llvm_vector
-    from qidao.passes.vectorize import LANEWISE
+    from qidao.passes.cpu.llvm import vector
+    from qidao.passes.schedule.vectorize import LANEWISE
 
-    lowered = set(_llvm_vector._SAME_OP) | set(_llvm_vector._INTRINSIC)
+    lowered = set(vector._SAME_OP) | set(vector._INTRINSIC)
     assert set(LANEWISE) == lowered

@@ -39,15 +39,15 @@ from xdsl.dialects.builtin import (
 
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import debug_level, emit, verify_policy
-from qidao.compiler.defaults import default_schedule
-from qidao.compiler.emit_llvm import llvm_ir_text
 from qidao.compiler.models import load_model, with_weights
 from qidao.compiler.pipeline import STAGES, Stage, check_stage
 from qidao.compiler.schedule import Schedule, ScheduleSpec, apply_schedule
+from qidao.compiler.targets.cpu.defaults import default_schedule
+from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.dialects.tg.types import dtype_name, is_row_major
-from qidao.passes.bind import refuse_gpu_bindings
-from qidao.passes.instrument_kernels import KERNELS_ATTR
-from qidao.passes.plan_memory import memory_stats
+from qidao.passes.cpu.instrument_kernels import KERNELS_ATTR
+from qidao.passes.kernels.plan_memory import memory_stats
+from qidao.passes.schedule.bind import refuse_gpu_bindings
 from qidao.runtime.cpu import JitModule, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
 from qidao.runtime.profile import (
@@ -222,7 +222,7 @@ def compile(
     text) rewrites the kernels' loops in the ``schedule`` stage, and
     ``stats["schedule"]`` records the applied trace as Python. The default,
     ``schedule="default"``, applies a default schedule per kernel kind
-    (``qidao.compiler.defaults``; ``stats["default_schedule"]`` says what each
+    (``qidao.compiler.targets.cpu.defaults``; ``stats["default_schedule"]`` says what each
     kernel got and why); ``schedule=None`` keeps the loops as lowered.
     ``records`` (a ``qidao tune`` JSON-lines file) gives each kernel with a record
     for its workload, this CPU and ``threads`` its best tuned trace; the other
@@ -254,7 +254,7 @@ def compile(
     if weights is not None:  # an ONNX model in, an ONNX model with the weights out
         model = with_weights(model, weights)
     if target == "cuda":  # CUDA C + launch plan: qidao/compiler/cuda
-        from qidao.compiler.cuda import compile_cuda
+        from qidao.compiler.targets.cuda import compile_cuda
 
         return compile_cuda(model, mode, threads=threads, **options)
     if target != "cpu":
@@ -499,5 +499,5 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 def host_stats(affine: ModuleOp) -> dict[str, int]:
     """Per call: kernel launches, intermediate buffers, their peak live bytes and
-    their traffic (see ``qidao.passes.plan_memory.memory_stats``)."""
+    their traffic (see ``qidao.passes.kernels.plan_memory.memory_stats``)."""
     return memory_stats(affine, entry_function(affine))

@@ -43,8 +43,7 @@ from xdsl.utils.arg_spec import parse_pipeline
 
 from qidao.compiler.context import make_context
 from qidao.passes import all_passes
-from qidao.passes._loops import (
-    KERNEL_ATTR,
+from qidao.passes.schedule.loops.errors import (
     DuplicateLoopNameError,
     IllegalScheduleError,
     InvalidArgumentError,
@@ -53,6 +52,9 @@ from qidao.passes._loops import (
     NonConstantBoundsError,
     NotPerfectlyNestedError,
     ScheduleError,
+)
+from qidao.passes.schedule.loops.nest import (
+    KERNEL_ATTR,
     find_kernel,
     kernel_functions,
     kernel_loops,
@@ -196,13 +198,13 @@ class Schedule:
 
     def split(self, kernel: str, loop: str, factor: int) -> tuple[str, str]:
         """``loop`` -> ``<loop>_o`` over ``ceildiv(N, factor)`` tiles and ``<loop>_i``
-        within one (see ``qidao/passes/split.py``); returns their names."""
+        within one (see ``qidao/passes/schedule/split.py``); returns their names."""
         self._apply(TraceEntry("split", kernel, (loop, factor)))
         return f"{loop}_o", f"{loop}_i"
 
     def reorder(self, kernel: str, *loops: str) -> None:
         """Permute a perfectly nested band into the order ``loops`` (outermost
-        first; see ``qidao/passes/reorder.py`` for the legality rule)."""
+        first; see ``qidao/passes/schedule/reorder.py`` for the legality rule)."""
         self._apply(TraceEntry("reorder", kernel, tuple(loops)))
 
     def fuse(self, kernel: str, outer: str, inner: str) -> str:
@@ -218,31 +220,31 @@ class Schedule:
 
     def vectorize(self, kernel: str, loop: str, width: int = 16) -> None:
         """Run the innermost ``loop`` ``width`` iterations at a time on vectors
-        (see ``qidao/passes/vectorize.py``)."""
+        (see ``qidao/passes/schedule/vectorize.py``)."""
         self._apply(TraceEntry("vectorize", kernel, (loop, width)))
 
     def cache_write(self, kernel: str, loop: str) -> None:
         """Accumulate the tile of the memref that ``loop``'s body writes in a local
         buffer, copied in at the top of the body and back at its end (see
-        ``qidao/passes/cache_write.py``)."""
+        ``qidao/passes/schedule/cache_write.py``)."""
         self._apply(TraceEntry("cache_write", kernel, (loop,)))
 
     def cache_read(self, kernel: str, loop: str, buffer: str) -> None:
         """Stage the tile of the input ``buffer`` (a kernel argument's name, e.g.
         ``"w"``) that ``loop``'s body reads in a local buffer, packed at the top of
-        the body (see ``qidao/passes/cache_read.py``)."""
+        the body (see ``qidao/passes/schedule/cache_read.py``)."""
         self._apply(TraceEntry("cache_read", kernel, (loop, buffer)))
 
     def compute_at(self, kernel: str, nest: str, loop: str) -> None:
         """Move the top-level loop nest whose outermost loop is ``nest`` into the
         body of ``loop`` (of another nest), computing only the part that body uses
-        (see ``qidao/passes/compute_at.py``)."""
+        (see ``qidao/passes/schedule/compute_at.py``)."""
         self._apply(TraceEntry("compute_at", kernel, (nest, loop)))
 
     def bind(self, kernel: str, loop: str, axis: str) -> None:
         """Bind ``loop`` to a hardware axis: ``"threads"`` (CPU worker threads, as
         ``parallel``) or ``"blockIdx.x"``/``"threadIdx.x"`` (and ``y``, ``z``) for
-        the GPU (see ``qidao/passes/bind.py``)."""
+        the GPU (see ``qidao/passes/schedule/bind.py``)."""
         self._apply(TraceEntry("bind", kernel, (loop, axis)))
 
     def parallel(self, kernel: str, loop: str) -> None:
@@ -252,7 +254,7 @@ class Schedule:
                 "parallel",
                 kernel,
                 loop,
-                "the pass 'parallel' is not registered yet (qidao/passes/parallel.py)",
+                "the pass 'parallel' is not registered yet (qidao/passes/schedule/parallel.py)",
             )
         self._apply(TraceEntry("parallel", kernel, (loop,)))
 

@@ -1,7 +1,7 @@
 """The CUDA launcher: CUDA C + a launch plan in, a checked NumPy-in/NumPy-out callable
 out.
 
-Knows no IR classes: ``qidao.compiler.cuda`` hands it a :class:`CudaProgram`, the
+Knows no IR classes: ``qidao.compiler.targets.cuda`` hands it a :class:`CudaProgram`, the
 generated source and, as plain data, the buffers (graph inputs, outputs, scratch
 buffers, constants) and the launches in order (``__global__`` function, grid, block,
 the buffers passed, by index). :class:`CudaFunction` checks every input (count,

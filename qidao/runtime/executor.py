@@ -1,6 +1,6 @@
 """Call a JIT-compiled entry function on NumPy arrays, checking every argument first.
 
-Entry ABI (bare pointers, see ``qidao.passes.convert_to_llvm``):
+Entry ABI (bare pointers, see ``qidao.passes.cpu.convert_to_llvm``):
 ``void entry(ptr in0, ..., ptr inN, ptr out0, ..., ptr outM)``, each pointer the first
 element of a C-contiguous buffer of exactly the spec's shape and dtype.
 

@@ -17,7 +17,7 @@ The kernel ``out[i, j] += x[i, k] * w[k, j]`` (loops ``i, k, j``) becomes::
 ``j_o, k_o, i_o``); without a k split ``k_o`` does not exist. With ``cache_write``
 and ``unroll_tile`` this is the ladder's register tile; the template's ``recipe``
 is the default schedule's point (8 × 32, width 16, ``j_o`` outermost, ``w`` packed,
-the zeroing in the tile: ``qidao/compiler/defaults/matmul.py``), which the
+the zeroing in the tile: ``qidao/compiler/targets/cpu/defaults/matmul.py``), which the
 evolutionary search measures first. ``tile_k`` and ``order`` add the cache blocking
 around it. ``parallel`` marks its loop before the tile is copied and unrolled
 (``parallel`` cannot see through an unrolled vector write-back). ``tile_i``

@@ -23,7 +23,7 @@ from typing import Any
 
 from qidao.compiler.schedule import Schedule, ScheduleSpec, TraceEntry, parse_trace
 from qidao.compiler.tune.task import Task, kernel_tasks
-from qidao.passes._loops import kernel_functions, replace_kernel
+from qidao.passes.schedule.loops.nest import kernel_functions, replace_kernel
 
 VERSION = 1
 

@@ -16,7 +16,7 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 
-from qidao.passes._loops import KERNEL_ATTR, kernel_functions
+from qidao.passes.schedule.loops.nest import KERNEL_ATTR, kernel_functions
 
 DTYPE_NAMES = {"f32": "float32", "f64": "float64"}
 

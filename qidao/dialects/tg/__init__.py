@@ -5,7 +5,7 @@ One op per tensor operator, value semantics, static shapes and dtypes. A graph i
 type: a strided view such as a transpose is ``tensor<3x2xf32, strided<[1, 3]>>`` (see
 ``types.py``), so views cost nothing and ``tg.view`` of an impossible layout fails at
 compile time. Every op infers its result type in its constructor and checks it in
-its verifier. Below tg come the affine loops (``passes/convert_tg_to_affine.py``).
+its verifier. Below tg come the affine loops (``passes/kernels/convert_tg_to_affine.py``).
 """
 
 from __future__ import annotations

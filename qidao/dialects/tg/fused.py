@@ -9,7 +9,7 @@ arguments stand for the group's inputs and ``tg.yield`` names the group's result
 A body is one of: elementwise ops (one nest over the output); one ``tg.matmul`` or
 ``tg.conv2d`` with an elementwise epilogue (and, for matmul, an lhs prologue); or
 row-wise reductions with their elementwise neighbours (softmax, layer norm). The
-``fuse`` pass documents the rules, ``qidao/passes/_tg_lower_fused.py`` the kernels.
+``fuse`` pass documents the rules, ``qidao/passes/kernels/lowering/fused.py`` the kernels.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ _DTYPE_NAMES: dict[Attribute, str] = {
 signless ``i8 .. i64`` (as in ``arith``, where the op says how to read them); the
 unsigned ones are ``ui8 .. ui64``, so a tg value says how its bits are read and the
 lowering can pick ``divui``, ``cmpi ult``, ``uitofp``... (see
-``qidao/passes/_tg_lower_scalar.py``). Below tg, in memrefs, every integer is
+``qidao/passes/kernels/lowering/scalar.py``). Below tg, in memrefs, every integer is
 signless (``ui8`` is stored as ``i8``: :func:`storage_type`)."""
 
 

@@ -1,0 +1,84 @@
+"""Default schedules: what ``qidao.compile(model)`` does to the loops when the user
+gives no schedule, the way a library picks a kernel by the kind of the operation.
+
+Each kernel's ``qd.kernel`` (the tg ops it computes) names its kind; the first
+scheduler of that kind that applies rewrites its loops with ordinary schedule
+primitives, so the result is an ordinary trace (``compiled.stats["schedule"]``)
+that prints, replays and can be tuned further:
+
+============  =====================================================================
+kind          default
+============  =====================================================================
+matmul        a register tile of C (8 x 32: sixteen ``<16 x float>`` accumulators
+              updated with fma), B packed per column panel when ``cache-read``
+              exists, the init and epilogue nests computed inside the tile;
+              the outer tile loop parallel when ``threads > 1`` (``matmul.py``)
+conv2d        a register tile of output pixels x output channels (``conv.py``)
+rows          softmax, layer norm, reductions over the last axis: the row loop
+              parallel when ``threads > 1`` and the work pays for the threads
+elementwise   the outermost loop parallel when ``threads > 1`` and the work pays
+              for the threads; LLVM vectorizes the inner loop as it is
+pool          NHWC max/avg pools: the channel loops vectorized, the output rows
+              parallel when the work pays (``pool.py``)
+============  =====================================================================
+
+What a scheduler may answer, and how a failed one is undone, is shared with the
+GPU defaults (``qidao/compiler/defaults.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from qidao.compiler.defaults import NotApplicable, attempt, kind_of
+from qidao.compiler.schedule import Schedule
+
+__all__ = ["default_schedule"]
+
+Scheduler = Callable[[Schedule, str, int], str]
+
+
+def _schedulers() -> dict[str, Scheduler]:
+    from qidao.compiler.targets.cpu.defaults.loops import (
+        schedule_elementwise,
+        schedule_rows,
+    )
+    from qidao.compiler.targets.cpu.defaults.matmul import schedule_matmul
+    from qidao.compiler.targets.cpu.defaults.pool import schedule_pool
+
+    def conv(s: Schedule, kernel: str, threads: int) -> str:
+        from qidao.compiler.targets.cpu.defaults.conv import schedule_conv
+
+        if not schedule_conv(s, kernel, threads):
+            raise NotApplicable("the loops are not a conv2d nest the tile handles")
+        return "register tile of output pixels x output channels"
+
+    return {
+        "matmul": schedule_matmul,
+        "conv2d": conv,
+        "rows": schedule_rows,
+        "elementwise": schedule_elementwise,
+        "pool": schedule_pool,
+    }
+
+
+def default_schedule(s: Schedule, threads: int) -> dict[str, str]:
+    """Apply the default schedule of each kernel of ``s``; kernel -> what was done
+    (or ``"none: <reason>"``)."""
+    schedulers = _schedulers()
+    report: dict[str, str] = {}
+    for kernel, ops in s.kernels().items():
+        kind = kind_of(ops)
+        scheduler = schedulers.get(kind)
+        if scheduler is None:
+            report[kernel] = f"none: no default schedule for {kind} kernels"
+            continue
+        done = attempt(
+            s,
+            kernel,
+            functools.partial(scheduler, s, kernel, threads),
+            failed=f"the {kind} schedule failed ({{err}})",
+        )
+        report[kernel] = done if done.startswith("none: ") else f"{kind}: {done}"
+    return report

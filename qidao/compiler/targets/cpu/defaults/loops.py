@@ -1,0 +1,63 @@
+"""Default schedules of memory-bound kernels: elementwise chains and row-wise
+reductions (softmax, layer norm, reduce over the last axis).
+
+LLVM vectorizes their inner loops as they are (the fused chains run at copy
+bandwidth on one thread), so the only decision left is threads: the outermost loop
+that has at least ``threads`` iterations runs on libgomp's workers when the kernel
+touches at least ``PARALLEL_MIN_ELEMENTS`` elements. Below that, waking the workers
+costs more than it saves: a warm ``GOMP_parallel`` costs about 1 µs, and after the
+process has idled for 100 ms under libgomp's default wait policy it costs
+milliseconds (see ``qidao/passes/cpu/convert_parallel_to_gomp.py``), while 2^16 floats
+stream through one core in about 10 µs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from qidao.compiler.defaults import NotApplicable
+from qidao.compiler.schedule import Schedule
+
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+def parallel_outer(
+    s: Schedule, kernel: str, threads: int, loops: list[str], per_iteration: int
+) -> str:
+    """``loops`` (outer first) are candidates; each innermost iteration touches
+    ``per_iteration`` elements."""
+    if threads <= 1:
+        raise NotApplicable("one thread: the loops stay as they are")
+    extents = s.extents(kernel)
+    sizes = [extents[name] for name in loops]
+    if any(size is None for size in sizes):
+        raise NotApplicable("a loop has non-constant bounds")
+    elements = math.prod(size for size in sizes if size is not None) * per_iteration
+    if elements < PARALLEL_MIN_ELEMENTS:
+        raise NotApplicable(
+            f"{elements} elements: too little work to pay for waking "
+            f"{threads} threads (threshold {PARALLEL_MIN_ELEMENTS})"
+        )
+    for name, size in zip(loops, sizes, strict=True):
+        if size is not None and size >= threads:
+            s.parallel(kernel, name)
+            return f"loop {name} ({size} iterations) on {threads} threads"
+    raise NotApplicable(f"no loop has {threads} or more iterations")
+
+
+def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
+    """The outermost loop with enough iterations parallel, when the work pays."""
+    return parallel_outer(s, kernel, threads, s.loops(kernel), 1)
+
+
+def schedule_rows(s: Schedule, kernel: str, threads: int) -> str:
+    """The outermost row loop parallel, when the work pays. The row loops are the
+    ones before the first reduction loop (named ``r...``); a row is as long as the
+    longest pass over it."""
+    loops = s.loops(kernel)
+    rows = [name for name in loops if not name.startswith("r")]
+    if not rows or loops[: len(rows)] != rows:
+        raise NotApplicable(f"expected row loops before the reduction loops: {loops}")
+    extents = s.extents(kernel)
+    row = max((extents[n] or 1 for n in loops[len(rows) :]), default=1)
+    return parallel_outer(s, kernel, threads, rows, row)

@@ -1,0 +1,134 @@
+"""``torch.compile(model, backend="qidao")``: the dynamo backend.
+
+``qidao_backend`` is the entry point ``torch.compile`` finds in the
+``torch_dynamo_backends`` group (``pyproject.toml``); it compiles the graph dynamo
+hands it through ``qidao.compile``. Dynamo passes the module's parameters and
+buffers as graph inputs; the backend freezes them into constants, as
+``qidao.compile(module)`` does, so eval-mode BatchNorm folds there too. Each call
+checks that those inputs are still the same tensors, unchanged (same object,
+storage and version counter, which an in-place update bumps); when one changed, the
+graph is compiled again with the new values, with a warning. The compiled code
+computes values only: it records no autograd history.
+
+It sits beside ``onnx_backend.py``, above the compiler: the frontend
+(``qidao/frontend/fx_backend.py``) never imports the compiler.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+
+from qidao.compiler.compile import compile
+
+
+def qidao_backend(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **options: Any
+) -> Callable[..., Any]:
+    """The ``torch.compile(backend="qidao")`` backend: compile dynamo's graph.
+
+    Dynamo's graph takes tensors (parameters and buffers included) and returns a
+    tuple; the parameters and buffers become constants (``FrozenGraph``). Symbolic
+    sizes (dynamic shapes) are not compiled: that graph runs in PyTorch, with a
+    warning.
+    """
+    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
+        warnings.warn(
+            "qidao: the graph has symbolic (dynamic) inputs, which qidao does not "
+            "compile; it runs in PyTorch (try torch.compile(..., dynamic=False))",
+            stacklevel=2,
+        )
+        return gm.forward  # type: ignore[no-any-return]
+    return FrozenGraph(gm, list(example_inputs), options)
+
+
+_MODULE_STATE = re.compile(r"\._(parameters|buffers)\[")
+"""A dynamo input source that is a module's parameter or buffer:
+``L['self']._modules['bn']._buffers['running_mean']``."""
+
+
+def module_state_inputs(gm: torch.fx.GraphModule) -> list[int]:
+    """The positions of dynamo's graph inputs that are module parameters or buffers
+    (read from each placeholder's ``grapharg`` source)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    positions = []
+    for k, node in enumerate(placeholders):
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        if source is not None and _MODULE_STATE.search(source.name):
+            positions.append(k)
+    return positions
+
+
+class _WithConstants(torch.nn.Module):
+    """Dynamo's graph with some inputs fixed: they are buffers here, so
+    torch.export lifts them as constants; ``forward`` takes the others."""
+
+    def __init__(
+        self, gm: torch.fx.GraphModule, fixed: dict[int, torch.Tensor], arity: int
+    ) -> None:
+        super().__init__()
+        self.gm = gm
+        self.fixed = sorted(fixed)
+        self.arity = arity
+        for k, t in fixed.items():
+            self.register_buffer(f"input{k}", t.detach())
+
+    def forward(self, *args: Any) -> Any:
+        given = iter(args)
+        fixed = set(self.fixed)
+        full = [
+            getattr(self, f"input{k}") if k in fixed else next(given)
+            for k in range(self.arity)
+        ]
+        return self.gm(*full)
+
+
+class FrozenGraph:
+    """Dynamo's graph compiled with its parameters and buffers as constants.
+
+    Called with all of dynamo's inputs; the frozen ones are checked (same tensor
+    object, storage and ``_version``) and, when one changed, the graph is
+    compiled again with the new values.
+    """
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        example_inputs: list[torch.Tensor],
+        options: dict[str, Any],
+    ) -> None:
+        self.gm = gm
+        self.options = options
+        self.frozen = module_state_inputs(gm)
+        self.compilations = 0
+        self._compile(example_inputs)
+
+    def _compile(self, inputs: Sequence[torch.Tensor]) -> None:
+        fixed = {k: inputs[k] for k in self.frozen}
+        self.fingerprint = [_fingerprint(t) for t in fixed.values()]
+        runtime = tuple(t for k, t in enumerate(inputs) if k not in fixed)
+        model = _WithConstants(self.gm, fixed, len(inputs))
+        self.compiled = compile(model, example_inputs=runtime, **self.options)
+        self.compilations += 1
+
+    def __call__(self, *args: Any) -> Any:
+        if [_fingerprint(args[k]) for k in self.frozen] != self.fingerprint:
+            warnings.warn(
+                "qidao: a parameter or buffer changed since the model was compiled "
+                "(qidao compiles them as constants); compiling again",
+                stacklevel=2,
+            )
+            self._compile(args)
+        frozen = set(self.frozen)
+        return self.compiled(*(a for k, a in enumerate(args) if k not in frozen))
+
+
+def _fingerprint(t: Any) -> tuple[int, int, int]:
+    """What identifies a tensor's values without reading them: the object, its
+    storage and its version counter (bumped by every in-place update)."""
+    return (id(t), t.data_ptr(), t._version)

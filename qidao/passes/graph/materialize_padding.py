@@ -1,0 +1,117 @@
+"""``materialize-padding``: ``conv2d(x, padding=p) -> conv2d(pad(x, p), padding=0)``
+for compute-bound NHWC convolutions.
+
+Why: a padded convolution's kernel tests, for every window tap, whether the tap
+falls inside the input (``affine.if`` in ``lowering/conv_nhwc.py``). The test sits
+between the window loops and the channel loops, so no schedule can tile or reorder
+across it: the register tile of the default conv schedule
+(``qidao/compiler/targets/cpu/defaults/conv.py``: output pixels x output channels accumulated
+in vector registers over ``kh, kw, c``) needs the loops ``ow, kh, kw, c, f``
+perfectly nested. With the padding in a ``tg.pad`` of its own the convolution's
+loops have no test left. The pad is one copy of the input; when the input is the
+NCHW -> NHWC transpose made by ``layout``, that transpose is a view, and the pad
+kernel reads through it, so transposing and padding are one copy kernel.
+
+The rule (documented, and tested at both sides): a ``tg.conv2d`` is rewritten when
+
+- its layout is NHWC and some padding amount is > 0 (NCHW kernels keep the tests:
+  they do not vectorize over channels, so no tile needs the loops free);
+- ``groups == 1`` and the output channels ``F`` are a multiple of 16 (whole
+  ``<16 x float>`` vectors: what the conv register tile takes);
+- it is compute-bound: it does at least ``MIN_MACS_PER_COPIED_ELEMENT`` (64)
+  multiply-adds per element the pad copies, ``OH * OW * KH * KW * F / (Hp * Wp)``
+  (a 3x3 convolution to 64 channels does ~540; a 1x1 convolution to 16 channels
+  only 16, and the copy would cost more than the tests).
+
+Everything else is left alone, so a second run changes nothing (the rewritten
+convolution has no padding left).
+
+Before:
+```mlir
+%y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x6x6x16xf32>
+```
+After:
+```mlir
+%x_padded = tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 1, 0] value = 0.000000e+00 : tensor<1x6x6x8xf32> -> tensor<1x8x8x8xf32>
+%y = tg.conv2d %x_padded, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x6x6x16xf32>
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from qidao.dialects import tg
+from qidao.dialects.tg.base import ints
+from qidao.dialects.tg.linalg import NHWC
+from qidao.dialects.tg.types import shape_of
+
+VECTOR_WIDTH = 16
+"""Output channels must come in whole ``<16 x float>`` vectors."""
+MIN_MACS_PER_COPIED_ELEMENT = 64
+"""Multiply-adds the convolution must do per element of the padded copy."""
+
+
+def should_materialize(op: tg.Conv2dOp) -> bool:
+    """The rule of the module docstring: an NHWC, padded, ungrouped convolution
+    with whole vectors of output channels that does enough work per copied
+    element."""
+    padding = ints(op.padding)
+    if op.data_layout() != NHWC or not any(padding):
+        return False
+    kh, kw, _, f = shape_of(op.weight.type)
+    if op.groups.value.data != 1 or f % VECTOR_WIDTH:
+        return False
+    _, h, w, _ = shape_of(op.input.type)
+    _, oh, ow, _ = shape_of(op.result.type)
+    top, left, bottom, right = padding
+    copied = (h + top + bottom) * (w + left + right)
+    macs = oh * ow * kh * kw * f
+    return macs >= MIN_MACS_PER_COPIED_ELEMENT * copied
+
+
+class MaterializeConvPadding(RewritePattern):
+    """``conv2d(x, padding=p) -> conv2d(pad(x, p), padding=0)`` under the rule."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tg.Conv2dOp, rewriter: PatternRewriter) -> None:
+        if not should_materialize(op):
+            return
+        top, left, bottom, right = ints(op.padding)
+        pad = tg.PadOp(op.input, (0, top, left, 0), (0, bottom, right, 0))
+        hint = op.input.name_hint
+        pad.result.name_hint = None if hint is None else f"{hint}_padded"
+        conv = tg.Conv2dOp(
+            pad.result,
+            op.weight,
+            op.bias,
+            strides=ints(op.strides),
+            padding=(0, 0, 0, 0),
+            dilation=ints(op.dilation),
+            groups=1,
+            layout=NHWC,
+        )
+        conv.result.name_hint = op.result.name_hint
+        rewriter.replace(op, [pad, conv], [conv.result])
+
+
+@dataclass(frozen=True)
+class MaterializePaddingPass(ModulePass):
+    """Move the padding of compute-bound NHWC convolutions into a ``tg.pad``."""
+
+    name = "materialize-padding"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        PatternRewriteWalker(
+            MaterializeConvPadding(), apply_recursively=False
+        ).rewrite_module(op)

@@ -1,0 +1,532 @@
+"""``compute_at``: a top-level nest moves into a tile loop of another nest and
+computes only that tile (TVM's ``compute_at`` and ``reverse_compute_at`` in one).
+
+    for i_init, j_init:                   ==>   for i_o, j_o:
+      out[i, j] = 0                                 for i_init in [0, 8), j_init in [0, 32):
+    for i_o, j_o:                                     out[8 i_o + i_init, 32 j_o + j_init] = 0
+      for k, i_i, j_i:                              for k, i_i, j_i:
+        out[8 i_o + i_i, 32 j_o + j_i] += ..          out[..] += ..
+    for i_epi, j_epi:                               for i_epi in [0, 8), j_epi in [0, 32):
+      out[i, j] = relu(out[i, j] + b[j])              out[8 i_o + i_epi, ..] = relu(..)
+
+Options: ``kernel``, ``nest`` (N: the ``qd.loop`` name of the outermost loop of a
+top-level nest of the kernel), ``loop`` (L: a loop of another top-level nest T),
+e.g. ``compute-at{kernel="main_k0_fused" nest="i_epi" loop="j_o"}``. N goes to the
+start of L's body when it came before T (a producer, such as the init nest), to
+its end (before the terminator) when it came after (a consumer, such as a fused
+epilogue). Its loops keep their names (they move, so names stay unique) and now run
+over the *tile*: the footprint (``loops/footprint.py``) of the memref M that N writes in
+L's body, at most ``E_d`` elements in dimension ``d`` from a base ``b_d`` invariant in
+the body. N's loop ``d`` runs over ``[0, E_d)``, or over ``[0, min(E_d, S_d - b_d))``
+where the last tile passes the end of M's shape ``S`` (a split tail), and its
+induction variable ``v`` becomes ``b_d + v`` in N's indices.
+
+With the register tile of a fused matmul (``split`` i by 8 and j by 32,
+``reorder(i_o, j_o, k, i_i, j_i)``), ``compute_at`` of the init nest ``i_init`` and
+of the epilogue nest ``i_epi`` at ``j_o`` put the whole life of an 8 x 32 tile of
+``out`` in one ``j_o`` iteration; ``cache_write(j_o)`` then keeps it in registers
+with no copy-in (the init fills it) and one write-back of the finished values.
+
+Legality (an ``IllegalScheduleError``/``LoopNotFoundError`` naming kernel, loop and
+reason; the module is left as it was):
+
+1. N is a top-level op of the kernel and L is not inside it.
+2. N is *pointwise* on M: its outermost ``rank(M)`` loops are a perfect band with
+   constant bounds ``[0, S_d)``, step 1, no iter_args, and every access of M in N
+   indexes exactly those loops' induction variables in order (``out[i, j]``; a
+   dimension of size 1 may be indexed by 0, as broadcasts do). M is
+   the only memref N writes; N uses memrefs only in ``affine.load``/``affine.store``.
+3. Every access of M in T is in L's body, through ``affine.load``/``affine.store``
+   with indices the footprint can describe (affine in the loops inside L plus terms
+   invariant in L's body).
+4. The tiles cover M exactly once. Let A_0 = T, ..., A_m = L be L and the loops
+   around it (all ``affine.for`` with constant bounds and at least one iteration).
+   Each ``b_d`` must be ``c_d + a * v`` with ``v`` the induction variable of one
+   A (or ``c_d`` alone), no A in two dimensions, and every A with more than one
+   iteration in some dimension (else tiles repeat). A dimension over A (first
+   value ``lo``, step ``s``, last value ``hi``) needs ``a * s = E_d`` (tiles abut;
+   unless A runs once), ``c_d + a * lo = 0`` (they start at 0) and
+   ``c_d + a * hi + E_d >= S_d`` (they reach the end); a dimension over no loop
+   needs ``c_d = 0`` and ``E_d >= S_d``. Each dimension's intervals then partition ``[0, S_d)`` and the
+   tiles, their product, partition M; L's body for one tile touches only that tile.
+5. No op between N and T touches M or writes a memref N reads, T writes no memref N
+   reads, and (N after T) every value N uses from outside it is defined before T.
+
+With 3 and 4, computing tile ``t`` right before (after) L's body for ``t`` is what
+running all of N before (after) T computed: no other iteration of L's body touches
+``t``, and nothing else N reads changes in between.
+
+Before (``compute-at{kernel="k" nest="i_epi" loop="j_o"}``):
+```mlir
+affine.for %j_o = 0 to 2 {
+  affine.for %k = 0 to 3 {
+    affine.for %j_i = 0 to 4 {
+      %a = affine.load %w[%k, %j_o * 4 + %j_i] : memref<3x8xf32>
+      %c = affine.load %out[%j_o * 4 + %j_i] : memref<8xf32>
+      %s = arith.addf %a, %c : f32
+      affine.store %s, %out[%j_o * 4 + %j_i] : memref<8xf32>
+    } {qd.loop = "j_i"}
+  } {qd.loop = "k"}
+} {qd.loop = "j_o"}
+affine.for %i_epi = 0 to 8 {
+  %v = affine.load %out[%i_epi] : memref<8xf32>
+  %r = arith.maximumf %v, %zero : f32
+  affine.store %r, %out[%i_epi] : memref<8xf32>
+} {qd.loop = "i_epi"}
+```
+After:
+```mlir
+affine.for %j_o = 0 to 2 {
+  affine.for %k = 0 to 3 {
+    ...
+  } {qd.loop = "k"}
+  affine.for %i_epi = 0 to 4 {
+    %v = affine.load %out[%j_o * 4 + %i_epi] : memref<8xf32>
+    %r = arith.maximumf %v, %zero : f32
+    affine.store %r, %out[%j_o * 4 + %i_epi] : memref<8xf32>
+  } {qd.loop = "i_epi"}
+} {qd.loop = "j_o"}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, func, memref
+from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.traits import is_side_effect_free
+
+from qidao.passes.schedule.loops.errors import IllegalScheduleError
+from qidao.passes.schedule.loops.footprint import Footprint, compact_map, footprint
+from qidao.passes.schedule.loops.nest import (
+    constant_bounds,
+    find_loop,
+    fold_apply,
+    iv,
+    loop_name,
+    nested_child,
+    set_bounds,
+    simplify,
+    step_of,
+)
+
+PRIMITIVE = "compute-at"
+NO_LIMIT = 1 << 62
+"""The footprint may be any size: the tile is computed in place, not copied."""
+
+_STRUCTURE = (
+    affine.ForOp,
+    affine.YieldOp,
+    affine.LoadOp,
+    affine.StoreOp,
+    affine.ApplyOp,
+    affine.MinOp,
+    affine.IfOp,
+)
+
+
+def _label(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a memref"
+
+
+def _alias_key(value: SSAValue) -> object:
+    """Memrefs with the same key may alias: a ``llvm.noalias`` argument or an
+    allocation is its own key; every other memref shares one."""
+    if isinstance(value, BlockArgument):
+        parent = value.owner.parent_op()
+        if (
+            isinstance(parent, func.FuncOp)
+            and parent.arg_attrs is not None
+            and "llvm.noalias" in parent.arg_attrs.data[value.index].data
+        ):
+            return value
+        return "may-alias"
+    if isinstance(value.owner, memref.AllocOp | memref.AllocaOp):
+        return value
+    return "may-alias"
+
+
+@dataclass
+class _Effects:
+    """The memrefs (by alias key) that some ops read and write; an op other than
+    ``affine.load``/``affine.store`` taking a memref counts as both."""
+
+    reads: set[object]
+    writes: set[object]
+    other: list[Operation]  # ops using a memref other than through load/store
+
+
+def _effects(ops: Sequence[Operation]) -> _Effects:
+    effects = _Effects(set(), set(), [])
+    for top in ops:
+        for op in top.walk():
+            if isinstance(op, affine.LoadOp):
+                effects.reads.add(_alias_key(op.memref))
+            elif isinstance(op, affine.StoreOp):
+                effects.writes.add(_alias_key(op.memref))
+            else:
+                memrefs = [v for v in op.operands if isinstance(v.type, MemRefType)]
+                for value in memrefs:
+                    effects.reads.add(_alias_key(value))
+                    effects.writes.add(_alias_key(value))
+                if memrefs or not (
+                    isinstance(op, _STRUCTURE) or is_side_effect_free(op)
+                ):
+                    effects.other.append(op)
+    return effects
+
+
+def _indices_are(
+    op: affine.LoadOp | affine.StoreOp, values: list[SSAValue], shape: list[int]
+) -> bool:
+    """Whether the access's index is exactly ``[values[0], values[1], ...]`` (or the
+    constant 0 in a dimension of size 1, as a broadcast reads it)."""
+    affine_map = op.map.data
+    operands = list(op.indices)
+    num_dims = affine_map.num_dims
+    as_dims = affine_map.replace_dims_and_symbols(
+        [AffineExpr.dimension(k) for k in range(num_dims)],
+        [AffineExpr.dimension(num_dims + k) for k in range(affine_map.num_symbols)],
+        len(operands),
+        0,
+    )
+    if len(as_dims.results) != len(values):
+        return False
+    for d, result in enumerate(as_dims.results):
+        expr = simplify(result, len(operands), 0)
+        if isinstance(expr, AffineDimExpr) and operands[expr.position] is values[d]:
+            continue
+        if shape[d] == 1 and expr == AffineExpr.constant(0):
+            continue
+        return False
+    return True
+
+
+def _pointwise_band(
+    kernel: str, nest: str, moved: affine.ForOp
+) -> tuple[SSAValue, list[affine.ForOp]]:
+    """M, the memref N writes, and N's band of ``rank(M)`` loops (check 2)."""
+
+    def fail(reason: str) -> IllegalScheduleError:
+        return IllegalScheduleError(PRIMITIVE, kernel, nest, reason)
+
+    effects = _effects([moved])
+    if effects.other:
+        op = effects.other[0]
+        raise fail(
+            f"the nest holds {op.name}; compute_at moves nests of affine loops, "
+            "loads, stores and ops without side effects"
+        )
+    stored: list[SSAValue] = []
+    for op in moved.walk():
+        if isinstance(op, affine.StoreOp) and not any(op.memref is m for m in stored):
+            stored.append(op.memref)
+    if len(stored) != 1:
+        raise fail(
+            f"the nest must store to exactly one memref, it stores to {len(stored)}"
+        )
+    (target,) = stored
+    memref_type = target.type
+    assert isinstance(memref_type, MemRefType)
+    shape = list(memref_type.get_shape())
+    if not shape or any(s < 0 for s in shape):
+        raise fail(
+            f"{_label(target)} must have a static shape of rank 1 or more, "
+            f"it is {memref_type}"
+        )
+    band = [moved]
+    while len(band) < len(shape):
+        child = nested_child(band[-1])
+        if child is None:
+            raise fail(
+                f"not pointwise: {_label(target)} has rank {len(shape)}, but the "
+                f"nest's loops are not a perfect band of {len(shape)}"
+            )
+        band.append(child)
+    for d, loop in enumerate(band):
+        if constant_bounds(loop) != (0, shape[d]) or step_of(loop) != 1 or loop.inits:
+            raise fail(
+                f"not pointwise: loop '{loop_name(loop)}' must run over [0, {shape[d]}) "
+                "(the whole of dimension "
+                f"{d} of {_label(target)}) with step 1 and no iter_args"
+            )
+    ivs = [iv(loop) for loop in band]
+    for use in target.uses:
+        user = use.operation
+        if not moved.is_ancestor(user):
+            continue
+        assert isinstance(user, affine.LoadOp | affine.StoreOp)  # checked above
+        if not _indices_are(user, ivs, shape):
+            names = ", ".join(str(loop_name(loop)) for loop in band)
+            raise fail(
+                f"not pointwise: {user.name} of {_label(target)} must index it with "
+                f"[{names}] exactly"
+            )
+    return target, band
+
+
+Bound = tuple[AffineMap, Sequence[SSAValue]]
+
+
+def _tiles(
+    kernel: str, name: str, loop: affine.ForOp, top: affine.ForOp, plan: Footprint
+) -> list[Bound]:
+    """Check 4 (the tiles partition M); N's upper bound in each dimension."""
+
+    def fail(reason: str) -> IllegalScheduleError:
+        return IllegalScheduleError(PRIMITIVE, kernel, name, reason)
+
+    enclosing: list[affine.ForOp] = [loop]
+    while enclosing[-1] is not top:
+        parent = enclosing[-1].parent_op()
+        if not isinstance(parent, affine.ForOp):
+            what = parent.name if parent is not None else "nothing"
+            raise fail(f"it is inside {what}; only loops may enclose it")
+        enclosing.append(parent)
+    trips: dict[SSAValue, tuple[int, int, int]] = {}  # iv -> first, step, last
+    for outer in enclosing:
+        bounds = constant_bounds(outer)
+        if bounds is None:
+            raise fail(
+                f"loop '{loop_name(outer)}' has bounds that are not constants; the "
+                "loops around the tile must have constant bounds"
+            )
+        lb, ub = bounds
+        step = step_of(outer)
+        count = -(-(ub - lb) // step)
+        if count < 1:
+            raise fail(f"loop '{loop_name(outer)}' runs no iteration")
+        trips[iv(outer)] = (lb, step, lb + step * (count - 1))
+    for value in plan.invariants:
+        if value not in trips:
+            raise fail(
+                f"the tile of {_label(plan.target)} starts at an index that depends on "
+                f"{_label(value)}, which is not a loop around its body"
+            )
+    memref_type = plan.target.type
+    assert isinstance(memref_type, MemRefType)
+    shape = memref_type.get_shape()
+    m = len(plan.invariants)
+    used: dict[SSAValue, int] = {}
+    uppers: list[Bound] = []
+    for d, base in enumerate(plan.base):
+        extent = plan.extents[d]
+        zero = [AffineExpr.constant(0)] * m
+        constant = simplify(base.replace_dims_and_symbols(zero, []), m, 0)
+        linear: list[tuple[SSAValue, int]] = []
+        rest = base - constant
+        for k, value in enumerate(plan.invariants):
+            at = list(zero)
+            at[k] = AffineExpr.constant(1)
+            coefficient = simplify(
+                base.replace_dims_and_symbols(at, []) - constant, m, 0
+            )
+            if not isinstance(coefficient, AffineConstantExpr):
+                raise fail(
+                    f"the tile's start in dimension {d} of {_label(plan.target)} "
+                    f"({base}) is not affine in the loops around it"
+                )
+            if coefficient.value != 0:
+                linear.append((value, coefficient.value))
+                rest = rest - AffineExpr.dimension(k) * coefficient.value
+        if not isinstance(constant, AffineConstantExpr) or not isinstance(
+            simplify(rest, m, 0), AffineConstantExpr
+        ):
+            raise fail(
+                f"the tile's start in dimension {d} of {_label(plan.target)} "
+                f"({base}) is not affine in the loops around it"
+            )
+        c = constant.value
+        where = f"dimension {d} of {_label(plan.target)}"
+        if not linear:
+            if c != 0 or extent < shape[d]:
+                raise fail(
+                    f"the tiles do not cover {where}: they are [{c}, {c + extent}) of "
+                    f"[0, {shape[d]})"
+                )
+            uppers.append((AffineMap.constant_map(min(extent, shape[d])), ()))
+            continue
+        if len(linear) > 1:
+            loops = " and ".join(f"'{_loop_of(v)}'" for v, _ in linear)
+            raise fail(
+                f"the tile's start in {where} moves with two loops, {loops}; "
+                "one loop per dimension is supported"
+            )
+        value, a = linear[0]
+        if value in used:
+            raise fail(
+                f"loop '{_loop_of(value)}' moves the tile in two dimensions of "
+                f"{_label(plan.target)}"
+            )
+        used[value] = d
+        first, step, last = trips[value]
+        if a * step != extent and first != last:
+            raise fail(
+                f"the tiles of {where} do not abut: the tile has {extent} elements, "
+                f"but loop '{_loop_of(value)}' moves it by {a * step}"
+            )
+        if c + a * first != 0 or c + a * last + extent < shape[d]:
+            raise fail(
+                f"the tiles do not cover {where}: they are "
+                f"[{c + a * first}, {c + a * last + extent}) of [0, {shape[d]})"
+            )
+        if c + a * last + extent > shape[d]:
+            clipped = [
+                AffineExpr.constant(extent),
+                AffineExpr.constant(shape[d]) - base,
+            ]
+            uppers.append(compact_map(clipped, plan.invariants))
+        else:
+            uppers.append((AffineMap.constant_map(extent), ()))
+    for value, (first, _, last) in trips.items():
+        if value not in used and first != last:
+            raise fail(
+                f"the tiles repeat across the iterations of loop '{_loop_of(value)}' "
+                f"(it moves no index of {_label(plan.target)}): the nest would be "
+                "computed more than once"
+            )
+    return uppers
+
+
+def _loop_of(value: SSAValue) -> str:
+    """The name of the loop whose induction variable ``value`` is."""
+    parent = value.owner.parent_op() if isinstance(value, BlockArgument) else None
+    return str(loop_name(parent)) if parent is not None else _label(value)
+
+
+def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
+    """Move the top-level nest ``nest`` into ``loop``'s body, over its tile."""
+    fn, moved = find_loop(module, PRIMITIVE, kernel, nest)
+    _, target_loop = find_loop(module, PRIMITIVE, kernel, loop)
+
+    def fail(reason: str) -> IllegalScheduleError:
+        return IllegalScheduleError(PRIMITIVE, kernel, loop, reason)
+
+    block = fn.body.block
+    if moved.parent_op() is not fn:
+        raise IllegalScheduleError(
+            PRIMITIVE,
+            kernel,
+            nest,
+            "it is not the outermost loop of a top-level nest of the kernel",
+        )
+    top: Operation = target_loop
+    while top.parent_op() is not fn:
+        parent = top.parent_op()
+        assert parent is not None
+        top = parent
+    if top is moved:
+        raise fail(f"it is inside the nest '{nest}' itself")
+    assert isinstance(top, affine.ForOp)
+    ops = list(block.ops)
+    at_moved, at_top = ops.index(moved), ops.index(top)
+    before = at_moved < at_top
+
+    target, band = _pointwise_band(kernel, nest, moved)
+    name = _label(target)
+    key = _alias_key(target)
+    # check 3: M only in L's body (and no alias of it in T)
+    if not any(target_loop.is_ancestor(use.operation) for use in target.uses):
+        raise fail(f"its body does not use {name}, the memref the nest '{nest}' writes")
+    for op in top.walk():
+        for value in op.operands:
+            if not isinstance(value.type, MemRefType) or _alias_key(value) != key:
+                continue
+            if value is not target:
+                raise fail(f"the nest of '{loop}' uses a memref that may alias {name}")
+            if not target_loop.is_ancestor(op):
+                raise fail(
+                    f"{name} is also used outside its body, by {op.name} in the "
+                    f"nest of '{loop}': the tile would not be final"
+                )
+    plan = footprint(PRIMITIVE, kernel, loop, target_loop, target, NO_LIMIT)
+    uppers = _tiles(kernel, loop, target_loop, top, plan)
+    # check 5: what lies between, and what T writes
+    moved_effects = _effects([moved])
+    reads = moved_effects.reads - {key}
+    between = ops[min(at_moved, at_top) + 1 : max(at_moved, at_top)]
+    between_effects = _effects(between)
+    if key in between_effects.reads | between_effects.writes:
+        raise fail(f"an op between the nest '{nest}' and its nest uses {name}")
+    if reads & between_effects.writes:
+        raise fail(
+            f"an op between the nest '{nest}' and its nest writes a memref the "
+            "nest reads"
+        )
+    if reads & _effects([top]).writes:
+        raise fail(f"its nest writes a memref that the nest '{nest}' reads")
+    if not before:
+        for op in moved.walk():
+            for value in op.operands:
+                if isinstance(value, BlockArgument) and value.owner is block:
+                    continue
+                owner = value.owner
+                if (
+                    isinstance(owner, Operation)
+                    and owner.parent_block() is block
+                    and ops.index(owner) > at_top
+                ):
+                    raise fail(
+                        f"the nest '{nest}' uses {_label(value)}, defined after the "
+                        f"nest of '{loop}'"
+                    )
+
+    # --- rewrite: nothing fails from here on -------------------------------------
+    moved.detach()
+    # every access of M in N at [v_0, v_1, ...] (a size-1 dimension indexed by 0
+    # is the same element): the shift below then moves all of them
+    ivs = [iv(band_loop) for band_loop in band]
+    identity = AffineMapAttr(AffineMap.identity(len(ivs)))
+    for access in list(moved.walk()):
+        if isinstance(access, affine.LoadOp | affine.StoreOp) and (
+            access.memref is target
+        ):
+            offset = 1 if isinstance(access, affine.LoadOp) else 2
+            access.operands = [*access.operands[:offset], *ivs]
+            access.properties["map"] = identity
+    m = len(plan.invariants)
+    for d, (band_loop, upper) in enumerate(zip(band, uppers, strict=True)):
+        set_bounds(band_loop, (AffineMap.constant_map(0), ()), upper)
+        index = iv(band_loop)
+        # index -> base + index, the base's invariants first (``i_o * 8 + i_init``)
+        shift = plan.base[d] + AffineExpr.dimension(m)
+        apply = affine.ApplyOp(
+            [*plan.invariants, index], AffineMapAttr(AffineMap(m + 1, 0, (shift,)))
+        )
+        body = band_loop.body.block
+        first = body.first_op
+        assert first is not None
+        body.insert_op_before(apply, first)
+        for use in list(index.uses):
+            if use.operation is not apply:
+                use.operation.operands[use.index] = apply.result
+        fold_apply(apply)
+    target_block = target_loop.body.block
+    if before:
+        first = target_block.first_op
+        assert first is not None
+        target_block.insert_op_before(moved, first)
+    else:
+        terminator = target_block.last_op
+        assert isinstance(terminator, affine.YieldOp)
+        target_block.insert_op_before(moved, terminator)
+
+
+@dataclass(frozen=True)
+class ComputeAtPass(ModulePass):
+    """Move a top-level nest into a tile loop of another nest, over its tile."""
+
+    name = "compute-at"
+
+    kernel: str
+    nest: str
+    loop: str
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        compute_at(op, self.kernel, self.nest, self.loop)

@@ -1,0 +1,338 @@
+"""``qidao``: the user's jobs (tour, compile, run, bench).
+
+    qidao tour                      # the book's relu(x·w + b): every level, run, timing
+    qidao compile MODEL --emit affine
+    qidao compile MODEL --stats     # kernels, launches, buffers, bytes: eager vs graph
+    qidao compile MODEL --mode eager --emit affine
+    qidao compile MODEL --target cuda --emit cuda   # CUDA C + launch plan
+    qidao run MODEL --inputs in.npz --save out.npz
+    qidao profile MODEL --threads 1 # the median time of every kernel, largest first
+    qidao bench chain call16        # medians vs PyTorch eager, each in its own process
+    qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
+    qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
+    qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
+
+MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
+(``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
+``call16``; default ``book``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qidao.compiler.pipeline import STAGE_NAMES
+from qidao.tools.examples import model_argument
+
+DEFAULT_MODEL = "book"
+
+
+def _compile(model: str, debug: int | None, **options: Any) -> Any:
+    import qidao
+
+    return qidao.compile(model_argument(model), debug=debug, **options)
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    if args.stats:
+        from qidao.tools.explain import stats_table
+
+        graph = _compile(args.model, args.debug, mode="graph", fuse=not args.no_fuse)
+        eager = _compile(args.model, args.debug, mode="eager")
+        print(stats_table(graph, eager))
+        return 0
+    if args.emit == "cuda" and args.target != "cuda":
+        raise SystemExit("qidao: --emit cuda needs --target cuda")
+    compiled = _compile(
+        args.model,
+        args.debug,
+        mode=args.mode,
+        fuse=not args.no_fuse,
+        **({"target": args.target} if args.target != "cpu" else {}),
+    )
+    text = compiled.ir(args.emit)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
+def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
+    from qidao.tools.examples import EXAMPLES
+
+    if args.inputs:
+        data = np.load(args.inputs)
+        missing = [s.name for s in compiled.inputs if s.name not in data]
+        if missing:
+            raise SystemExit(
+                f"qidao run: {args.inputs} lacks input(s) {', '.join(missing)}; "
+                f"it has {', '.join(data.files)}"
+            )
+        return [data[s.name] for s in compiled.inputs]
+    rng = np.random.default_rng(args.seed)
+    if args.model in EXAMPLES:
+        return EXAMPLES[args.model].inputs(rng)
+    return [rng.standard_normal(s.shape).astype(s.dtype) for s in compiled.inputs]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    compiled = _compile(args.model, args.debug, mode=args.mode)
+    inputs = _inputs(args, compiled)
+    outputs = compiled(*inputs)
+    for spec, out in zip(compiled.outputs, outputs, strict=True):
+        print(f"{spec.name}: shape {list(out.shape)} {out.dtype}")
+        print(np.array2string(out, threshold=20, precision=5))
+    if args.save:
+        np.savez(
+            args.save,
+            **{s.name: o for s, o in zip(compiled.outputs, outputs, strict=True)},
+        )
+        print(f"saved to {args.save}")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from qidao.compiler.compile import Compiled
+
+    compiled = _compile(args.model, args.debug, profile=True, threads=args.threads)
+    if not isinstance(compiled, Compiled):
+        raise SystemExit(
+            f"qidao profile: {args.model} is compiled at its first call (integer "
+            "inputs or dynamic dimensions are bound then: qidao/compiler/specialize.py)"
+        )
+    inputs = _inputs(args, compiled)
+    print(
+        f"qidao profile: {args.model}, {compiled.stats['kernels']} kernels, "
+        f"{compiled.stats['threads']} thread(s)"
+    )
+    print(compiled.profile(*inputs, runs=args.runs))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from qidao.tools.bench import BACKENDS, format_table, run_bench
+    from qidao.tools.examples import EXAMPLES
+
+    if "ladder" in args.workloads:  # the special workload: the schedule ladder
+        return cmd_bench_ladder(args)
+    unknown = [w for w in args.workloads if w not in EXAMPLES]
+    bad_backends = [b for b in args.backends or () if b not in BACKENDS]
+    if unknown or bad_backends:
+        raise ValueError(
+            f"unknown workload(s) {unknown} or backend(s) {bad_backends}; workloads: "
+            f"{', '.join(EXAMPLES)}; backends: {', '.join(BACKENDS)}"
+        )
+    results = run_bench(
+        args.workloads or ["chain", "call16"],
+        backends=args.backends or BACKENDS,
+        threads=args.threads,
+        min_time=args.min_time,
+        csv_path=Path(args.csv or "bench-results/bench.csv"),
+        plot_path=_plot_path(args, "bench-results/bench.png"),
+    )
+    print(format_table(results))
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 1 if any(r.error for r in results) else 0
+
+
+def _plot_path(args: argparse.Namespace, default: str) -> Path | None:
+    """``--plot PATH``, ``--plot`` alone (``default``), or no plot."""
+    if args.plot is None:
+        return None
+    args.plot = args.plot or default
+    return Path(args.plot)
+
+
+def cmd_bench_ladder(args: argparse.Namespace) -> int:
+    from qidao.tools.ladder import format_table, run_ladder
+
+    if args.workloads != ["ladder"] or args.backends:
+        raise ValueError("'ladder' runs alone: qidao bench ladder [--size N] ...")
+    args.csv = args.csv or "bench-results/ladder.csv"
+    rows = run_ladder(
+        n=args.size,
+        threads=args.threads,
+        min_time=args.min_time,
+        csv_path=Path(args.csv),
+        plot_path=_plot_path(args, "bench-results/ladder.png"),
+        records=Path(args.records) if args.records else None,
+        tune_trials=args.tune_trials,
+    )
+    print(format_table(rows))
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 1 if any(r.error for r in rows) else 0
+
+
+def cmd_tour(args: argparse.Namespace) -> int:
+    from qidao.tools.tour import tour
+
+    return tour(
+        args.model, args.stages.split(","), bench=not args.no_bench, debug=args.debug
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    import qidao
+
+    return f"qidao {qidao.__version__} (xdsl {version('xdsl')}, llvmlite {version('llvmlite')})"
+
+
+def _mode_argument(p: argparse.ArgumentParser) -> None:
+    from qidao.compiler.compile import MODES
+
+    p.add_argument(
+        "--mode",
+        default="graph",
+        choices=MODES,
+        help="graph: the optimized pipeline (default); eager: one kernel per tg op",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qidao",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--debug",
+        type=int,
+        default=None,
+        metavar="N",
+        help="0-4: print stage times (1), IR per stage (2), per pass (3), LLVM -O3 "
+        "and asm (4) to stderr; default $QIDAO_DEBUG or 0",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("tour", help="print a model at every level, run it, time it")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument(
+        "--stages", default="tg,affine,llvm", help="comma-separated stages to print"
+    )
+    p.add_argument(
+        "--no-bench", action="store_true", help="skip the timing against PyTorch"
+    )
+    p.set_defaults(run=cmd_tour)
+
+    p = sub.add_parser("compile", help="compile a model and print one stage")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument(
+        "--emit",
+        default="tg",
+        choices=(*STAGE_NAMES, "cuda"),
+        help="the stage to print (cuda: the CUDA C and launch plan, with --target "
+        "cuda)",
+    )
+    p.add_argument(
+        "--target",
+        default="cpu",
+        choices=("cpu", "cuda"),
+        help="cpu (default) or cuda: CUDA C for the loops the default GPU schedule "
+        "(or a given one) binds to blockIdx/threadIdx (no GPU needed to print it)",
+    )
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the kernels, launches, buffers and bytes of eager and graph mode "
+        "side by side, and the compile time per stage, instead",
+    )
+    _mode_argument(p)
+    p.add_argument("--no-fuse", action="store_true", help="skip the fusion pass")
+    p.add_argument("-o", "--output", help="write the stage to this file")
+    p.set_defaults(run=cmd_compile)
+
+    p = sub.add_parser("run", help="compile and run a model on given or random inputs")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument("--inputs", help=".npz with one array per graph input name")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    p.add_argument("--save", help="write the outputs to this .npz")
+    _mode_argument(p)
+    p.set_defaults(run=cmd_run)
+
+    p = sub.add_parser("profile", help="time every kernel of a model (median)")
+    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    p.add_argument("--inputs", help=".npz with one array per graph input name")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    p.add_argument("--threads", type=int, default=None, help="default: all cores")
+    p.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
+    p.set_defaults(run=cmd_profile)
+
+    p = sub.add_parser("bench", help="time built-in workloads against PyTorch eager")
+    p.add_argument(
+        "workloads",
+        nargs="*",
+        help="built-in models (default: chain call16), or 'ladder': matmul N×N up "
+        "the schedule ladder (naive, split, reorder, vectorize, parallel, ...)",
+    )
+    p.add_argument(
+        "--backends",
+        nargs="*",
+        help="torch, qidao, qidao-raw, numpy, onnxruntime (default: all that apply)",
+    )
+    p.add_argument(
+        "--plot",
+        nargs="?",
+        const="",
+        help="write a PNG bar chart here (alone: bench-results/<bench|ladder>.png)",
+    )
+    p.add_argument("--size", type=int, default=1024, help="ladder: matmul N×N")
+    p.add_argument(
+        "--records",
+        help="ladder: the tuned rung applies this records file's best record "
+        "(default: tune first, into ladder-tune.jsonl beside the CSV)",
+    )
+    p.add_argument(
+        "--tune-trials",
+        type=int,
+        default=32,
+        help="ladder: trials of the tuning run before the tuned rung (default 32)",
+    )
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--min-time", type=float, default=1.0, help="seconds of timing per run"
+    )
+    p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
+    p.set_defaults(run=cmd_bench)
+
+    from qidao.tools.tune import add_tune_parser
+
+    add_tune_parser(sub)  # qidao tune: qidao/tools/tune.py
+    from qidao.tools.conformance import add_conformance_parser
+
+    add_conformance_parser(sub)  # qidao conformance: qidao/tools/conformance.py
+    from qidao.tools.bench_cuda import add_bench_cuda_parser
+
+    add_bench_cuda_parser(sub)  # qidao bench-cuda: qidao/tools/bench_cuda.py
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    from qidao.frontend.errors import FrontendError
+    from qidao.runtime.errors import ArgumentError
+
+    try:
+        return int(args.run(args))
+    except ParseError as err:  # its text carries file:line:column and a caret
+        print(f"qidao {args.command}: parse error: {err}", file=sys.stderr)
+    except DiagnosticException as err:  # a verifier's message, naming the op
+        print(f"qidao {args.command}: invalid IR: {err}", file=sys.stderr)
+    except (FrontendError, ArgumentError, FileNotFoundError, ValueError) as err:
+        print(f"qidao {args.command}: error: {err}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

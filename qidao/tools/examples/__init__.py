@@ -1,0 +1,48 @@
+"""Built-in models: the book's examples and issue 3's benchmarks.
+
+Each entry builds a tg graph with the Python builder, gives a NumPy reference, a
+PyTorch eager version for side-by-side timing, and inputs to run it on. A
+memory-bound workload also states the bytes one call must move at least (inputs read
+once, outputs written once: what a fully fused kernel moves), from which
+``qidao bench`` reports GB/s; one with a NumPy version (``numpy_fn``, writing into a
+preallocated output) gets a ``numpy`` row too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from qidao.tools.examples.base import Example
+from qidao.tools.examples.basic import BASIC_EXAMPLES, chain_graph
+from qidao.tools.examples.dense import DENSE_EXAMPLES
+from qidao.tools.examples.models import MODEL_EXAMPLES
+
+__all__ = ["EXAMPLES", "Example", "chain_graph", "get_example", "model_argument"]
+
+EXAMPLES: dict[str, Example] = {
+    e.name: e for e in (*BASIC_EXAMPLES, *DENSE_EXAMPLES, *MODEL_EXAMPLES)
+}
+"""Every built-in model by name, as ``qidao compile NAME`` and ``qidao bench`` know
+them."""
+
+
+def get_example(name: str) -> Example:
+    if name not in EXAMPLES:
+        raise ValueError(
+            f"unknown built-in model '{name}'; choose from {', '.join(EXAMPLES)}"
+        )
+    return EXAMPLES[name]
+
+
+def model_argument(model: str) -> Any:
+    """A command line's MODEL: a built-in model's builder graph, or the path of a
+    model file (which must exist)."""
+    if model in EXAMPLES:
+        return EXAMPLES[model].build()
+    if not Path(model).exists():
+        raise SystemExit(
+            f"qidao: '{model}' is neither a file nor a built-in model "
+            f"({', '.join(EXAMPLES)})"
+        )
+    return model
