@@ -12,7 +12,8 @@ from xdsl.dialects import affine, arith, builtin, func, llvm, math, memref
 from xdsl.parser import Parser
 
 import qidao
-from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
+from qidao.compiler.pipeline import run_stages, stages
+from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.runtime.cpu import jit_compile
 from qidao.runtime.errors import ArgumentError
 from qidao.runtime.executor import NativeFunction, TensorSpec
@@ -40,7 +41,7 @@ def build(
     outputs: list[tuple[str, tuple[int, ...], str]],
 ) -> NativeFunction:
     module = Parser(_context(), source).parse_module()
-    lower_to_llvm_dialect(module)
+    run_stages(module, stages("cpu", "scf", "llvm-dialect"))
     jit = jit_compile(llvm_ir_text(module))
     return NativeFunction(
         jit,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.pipeline import STAGE_NAMES
+from qidao.compiler.pipeline import stage_names
 from qidao.frontend.builder import Graph
 from qidao.runtime.errors import ArgumentError
 from qidao.tools.examples import EXAMPLES, chain_graph
@@ -35,7 +35,7 @@ def test_builtin_examples_match_numpy(name: str) -> None:
 
 def test_every_stage_prints() -> None:
     compiled = book()
-    texts = {stage: compiled.ir(stage) for stage in STAGE_NAMES}
+    texts = {stage: compiled.ir(stage) for stage in stage_names("cpu")}
     assert "tg.matmul" in texts["tg"] and "tg.fused" in texts["tg"]
     assert "affine.for" in texts["affine"] and 'qd.loop = "k"' in texts["affine"]
     assert "scf.for" in texts["scf"] and "affine.for" not in texts["scf"]
@@ -329,15 +329,19 @@ def test_book_is_one_matmul_kernel_with_a_fused_epilogue() -> None:
 
 
 def test_eager_mode_skips_only_graph_passes() -> None:
-    from qidao.compiler.compile import stage_passes
-    from qidao.compiler.pipeline import Stage
+    from qidao.compiler.pipeline import Stage, Step, active_steps
 
-    tg = Stage("tg", ("fold-constants", "simplify", "expand-math", "cse", "fuse"), "")
-    assert stage_passes(tg, "eager") == ["expand-math"]
-    assert stage_passes(tg, "graph") == list(tg.passes)
-    assert "fuse" not in stage_passes(tg, "graph", fuse=False)
-    cleanup = Stage("llvm-dialect", ("convert-to-llvm", "dce"), "")
-    assert stage_passes(cleanup, "eager") == ["convert-to-llvm", "dce"]
+    def names(stage: Stage, mode: str, **settings: object) -> list[str]:
+        return [step.name for step in active_steps(stage, mode, settings)]
+
+    graph = Step("fold-constants", graph_only=True)
+    fuse = Step("fuse", graph_only=True, when="fuse")
+    tg = Stage("tg", (graph, Step("expand-math"), fuse), "")
+    assert names(tg, "eager", fuse=True) == ["expand-math"]
+    assert names(tg, "graph", fuse=True) == list(tg.passes)
+    assert "fuse" not in names(tg, "graph", fuse=False)
+    cleanup = Stage("llvm-dialect", (Step("convert-to-llvm"), Step("dce")), "")
+    assert names(cleanup, "eager") == ["convert-to-llvm", "dce"]
 
 
 def test_unknown_mode_lists_the_modes() -> None:
@@ -428,9 +432,9 @@ def _breaking_pass_factory(broken: str):  # type: ignore[no-untyped-def]
     from xdsl.dialects import func
     from xdsl.dialects.builtin import FunctionType
 
-    from qidao.compiler import compile as compile_module
+    from qidao.compiler import pipeline
 
-    real = compile_module.make_pass
+    real = pipeline.make_pass
 
     class Breaking:
         def __init__(self, inner: object) -> None:
@@ -455,9 +459,9 @@ def _breaking_pass_factory(broken: str):  # type: ignore[no-untyped-def]
 def test_verify_policy_names_the_pass_or_the_stage(
     policy: str, named: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qidao.compiler import compile as compile_module
+    from qidao.compiler import pipeline
 
-    monkeypatch.setattr(compile_module, "make_pass", _breaking_pass_factory("simplify"))
+    monkeypatch.setattr(pipeline, "make_pass", _breaking_pass_factory("simplify"))
     with pytest.raises(RuntimeError, match="internal error: IR does not verify") as err:
         qidao.compile(chain_graph(), verify=policy)
     assert named in str(err.value)

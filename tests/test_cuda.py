@@ -27,7 +27,7 @@ from xdsl.parser import Parser
 import qidao
 from qidao.compiler.context import make_context
 from qidao.compiler.schedule import Schedule
-from qidao.compiler.targets.cuda import CompiledCuda, compile_cuda
+from qidao.compiler.targets.cuda.compiled import CompiledCuda
 from qidao.compiler.targets.cuda.emit import CudaEmitError, emit_kernel
 from qidao.frontend.builder import Graph
 from qidao.runtime import cuda as runtime_cuda
@@ -43,6 +43,15 @@ from qidao.tools.cuda_workloads import (
 from qidao.tools.examples import EXAMPLES
 
 RNG = np.random.default_rng(3)
+
+
+def compile_cuda(model: Any, **options: Any) -> CompiledCuda:
+    """``qidao.compile(model, target="cuda", ...)``, typed as what it returns."""
+    compiled = qidao.compile(model, target="cuda", **options)
+    assert isinstance(compiled, CompiledCuda)
+    return compiled
+
+
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")

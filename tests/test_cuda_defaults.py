@@ -18,8 +18,8 @@ import pytest
 
 import qidao
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
-from qidao.compiler.targets.cuda import compile_cuda
 from qidao.compiler.targets.cuda import defaults as gpu_defaults
+from qidao.compiler.targets.cuda.compiled import CompiledCuda
 from qidao.frontend.builder import Graph
 from qidao.tools.examples import EXAMPLES
 
@@ -28,6 +28,15 @@ GXX = shutil.which("g++")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ (the emulator) is not on PATH")
 Arrays = list[np.ndarray[Any, Any]]
+
+
+def compile_cuda(model: Any, **options: Any) -> CompiledCuda:
+    """``qidao.compile(model, target="cuda", ...)``, typed as what it returns."""
+    compiled = qidao.compile(model, target="cuda", **options)
+    assert isinstance(compiled, CompiledCuda)
+    return compiled
+
+
 Case = tuple[Graph, Arrays, Arrays]
 
 

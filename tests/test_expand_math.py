@@ -24,8 +24,8 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, builtin, func, llvm, math, memref
 from xdsl.parser import Parser
 
-from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
-from qidao.passes.cpu.expand_math import ExpandMathPass
+from qidao.compiler.pipeline import run_stages, stages, without
+from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.runtime.cpu import JitModule, host_cpu, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 
@@ -86,10 +86,8 @@ def kernel_source(op: str, n: int, element: str = "f32") -> str:
 def compile_kernel(op: str, n: int = N, expand: bool = True) -> NativeFunction:
     ctx = _context()
     module = Parser(ctx, kernel_source(op, n)).parse_module()
-    if expand:
-        ExpandMathPass().apply(ctx, module)
-        module.verify()
-    lower_to_llvm_dialect(module)
+    lowering = stages("cpu", "scf", "llvm-dialect")
+    run_stages(module, lowering if expand else without(lowering, "expand-math"))
     jit = jit_compile(llvm_ir_text(module))
     spec = [TensorSpec("x", (n,), "float32")]
     return NativeFunction(jit, "kernel", spec, [TensorSpec("y", (n,), "float32")])

@@ -27,7 +27,7 @@ from torch import nn
 from xdsl.dialects import func
 
 import qidao
-from qidao.compiler.compile import Compiled
+from qidao import Compiled
 from qidao.dialects.tg.dynamic_indexing import wrap_and_clamp
 from qidao.dialects.tg.numpy_eval import evaluate_function
 from qidao.frontend.builder import Graph, Value

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import qidao
-from qidao.compiler.compile import Compiled
+from qidao import Compiled
 from qidao.frontend.errors import OnnxImportError
 from qidao.frontend.onnx import import_onnx
 

@@ -21,10 +21,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StridedLayoutAttr, TensorType, f32
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
+from qidao.compiler.pipeline import run_stages, stages, without
+from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.dialects import tg
 from qidao.dialects.tg.types import tensor_type
-from qidao.passes.cpu.expand_math import ExpandMathPass
 from qidao.passes.kernels.convert_tg_to_affine import ConvertTgToAffinePass
 from qidao.runtime.cpu import jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
@@ -68,10 +68,8 @@ def run(module: ModuleOp, *storages: Array, expand_math: bool = False) -> list[A
     out_types = main.function_type.outputs.data
     ConvertTgToAffinePass().apply(Context(), module)
     module.verify()
-    if expand_math:
-        ExpandMathPass().apply(Context(), module)
-        module.verify()
-    lower_to_llvm_dialect(module)
+    lowering = stages("cpu", "scf", "llvm-dialect")
+    run_stages(module, lowering if expand_math else without(lowering, "expand-math"))
     jit = jit_compile(llvm_ir_text(module))
     outs = [np.empty(tuple(o.get_shape()), np.float32) for o in out_types]  # type: ignore[attr-defined]
     specs = [TensorSpec(f"a{i}", s.shape, "float32") for i, s in enumerate(storages)]
@@ -474,7 +472,7 @@ def test_host_call_checks_and_runs_through_native_function() -> None:
         lambda x, y, z: tg.ReluOp(tg.AddOp(tg.MatmulOp(x, y).result, z).result).result,
     )
     ConvertTgToAffinePass().apply(Context(), module)
-    lower_to_llvm_dialect(module)
+    run_stages(module, stages("cpu", "scf", "llvm-dialect"))
     jit = jit_compile(llvm_ir_text(module))
     specs = [
         TensorSpec(n, s.shape, "float32") for n, s in zip("xwb", (a, w, b), strict=True)

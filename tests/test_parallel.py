@@ -18,14 +18,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import qidao
-from qidao.compiler.compile import Compiled
-from qidao.compiler.context import make_context, make_pass
-from qidao.compiler.pipeline import STAGES
+from qidao import Compiled
+from qidao.compiler.context import make_context
+from qidao.compiler.pipeline import run_stages, stages
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.frontend.builder import Graph
 from qidao.passes import all_passes
-from qidao.passes.cpu.convert_parallel_to_gomp import ConvertParallelToGompPass
 from qidao.passes.schedule.loops.errors import IllegalScheduleError, LoopNotFoundError
 from qidao.passes.schedule.parallel import parallelize
 from qidao.runtime.cpu import JitModule, jit_compile, load_openmp_runtime
@@ -68,15 +67,8 @@ class Parallel:
             all_passes()[name]()(**options).apply(make_context(), module)
         for kernel, loop in marks:
             parallelize(module, kernel, loop)
-        ctx = make_context()
-        names = [s.name for s in STAGES]
-        for stage in STAGES[names.index("affine") + 1 :]:
-            for name in stage.passes:
-                pass_ = make_pass(name)
-                if isinstance(pass_, ConvertParallelToGompPass):
-                    pass_ = ConvertParallelToGompPass(threads=threads)
-                pass_.apply(ctx, module)
-                module.verify()
+        lowering = stages("cpu", "scf", "llvm-dialect")
+        run_stages(module, lowering, settings={"threads": threads}, verify="each")
         n_args = len(compiled.inputs) + len(compiled.outputs)
         self.llvm_ir = llvm_ir_text(module)
         self.jit: JitModule = jit_compile(
@@ -244,7 +236,7 @@ def test_threads_default_and_openmp_runtime() -> None:
 
 
 def test_pipeline_runs_the_backend_pass_and_serial_models_still_compile() -> None:
-    scf = next(s for s in STAGES if s.name == "scf")
+    (scf,) = stages("cpu", "scf", "scf")
     assert scf.passes[-1] == "convert-parallel-to-gomp"
     g = Graph("main")
     x = g.input("x", (5,))

@@ -8,7 +8,7 @@ import pytest
 from xdsl.context import Context
 
 import qidao
-from qidao.compiler.compile import Compiled
+from qidao import Compiled
 from qidao.frontend.builder import Graph
 from qidao.passes.cpu.instrument_kernels import InstrumentError, InstrumentKernelsPass
 from qidao.tools.cli import main

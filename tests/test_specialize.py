@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import qidao
+from qidao import Compiled
 from qidao.compiler import specialize
-from qidao.compiler.compile import Compiled
 from qidao.compiler.specialize import Specialized
 from qidao.frontend.onnx import import_onnx
 from qidao.runtime.errors import ArgumentError

@@ -14,8 +14,9 @@ from xdsl.parser import Parser
 
 import qidao
 from qidao.compiler.context import make_context
+from qidao.compiler.pipeline import run_stages, stages
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
-from qidao.compiler.targets.cpu.emit import llvm_ir_text, lower_to_llvm_dialect
+from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.frontend.builder import Graph
 from qidao.passes.schedule.vectorize import vectorize_loop
 from qidao.runtime.cpu import jit_compile
@@ -267,7 +268,7 @@ def test_row_sum_through_memory(n: int) -> None:
     scheduled = str(module)
     assert "vector.reduction <add>" in scheduled
     assert ("j_tail" in scheduled) == (n % 16 != 0)
-    lower_to_llvm_dialect(module)
+    run_stages(module, stages("cpu", "scf", "llvm-dialect"))
     jit = jit_compile(llvm_ir_text(module))
     kernel = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
         jit.function_address("k")

@@ -1,88 +1,337 @@
-"""The pipeline as data: an ordered list of named stages, each a list of passes.
+"""The pipeline as data: each target's stages, in order, each a list of passes.
 
-``qidao compile --emit=<stage>`` and ``Compiled.ir(stage)`` take their stage names from
-``STAGES``; an unknown name is rejected before any work is done.
+``qidao.compile`` runs a target's stages with one loop, :func:`run_stages`, the same
+for every target; ``qidao compile --emit STAGE`` and ``compiled.ir(STAGE)`` take
+their names from here, and an unknown name is rejected before any work is done.
 
-| stage          | what the IR is                                   | made by            |
-|----------------|--------------------------------------------------|--------------------|
-| ``input``      | the tg graph as imported                         | a frontend         |
-| ``tg``         | the tg graph after graph passes                  | fold-constants, simplify, cse, layout, materialize-padding, dce, fuse |
-| ``affine``     | host function + one named loop nest per kernel   | convert-tg-to-affine, plan-memory |
-| ``schedule``   | the same after the user's ``schedule=``          | split, reorder, ... (``qidao/compiler/schedule.py``) |
-| ``scf``        | structured loops (scf.for) over index math; parallel loops outlined | expand-math, lower-affine, convert-parallel-to-gomp |
-| ``cf``         | basic blocks and branches                        | convert-scf-to-cf  |
-| ``llvm-dialect`` | xDSL's llvm dialect, bare-pointer memrefs      | convert-to-llvm, reconcile-unrealized-casts, dce |
-| ``llvm``       | LLVM IR text, as handed to the JIT               | emit-llvm          |
-| ``llvm-opt``   | LLVM IR after LLVM's -O3 for the host CPU        | llvmlite           |
-| ``asm``        | host machine code (AT&T syntax)                  | llvmlite           |
+Adding a pass that ``qidao.compile`` runs is one :class:`Step` in one stage below:
+the step says when the pass runs (``graph_only``: not in eager mode; ``when``: only
+when a compile option is on) and which compile settings it takes as options. The
+README's stage tables are :func:`stage_table` of this data, and a test keeps them
+equal.
+
+The stages of every target begin with the four of :data:`COMMON_STAGES`; the
+``schedule`` stage has no pass of its own: the schedule (``schedule=``, a default
+or a tuned record) runs at its end, through the ``schedule`` hook of
+:func:`run_stages`. A *text* stage (``llvm``, ``cuda``, ...) is made by the target
+from the last IR stage (``qidao.compiler.targets``), not by passes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from qidao.compiler.context import make_context, make_pass
+from qidao.compiler.debug import emit
+from qidao.passes import pass_modules
+
+MODES: tuple[str, ...] = ("graph", "eager")
+"""``graph``: the whole optimized pipeline; ``eager``: every tg op its own kernel and
+buffer (the steps marked ``graph_only`` are skipped), the define-by-run picture."""
+
+SCHEDULE_STAGE = "schedule"
+"""The stage at whose end the schedule runs: ``ir("affine")`` shows the loops before
+it, ``ir("schedule")`` after."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of a stage, and when it runs."""
+
+    name: str
+    """The pass, by its registered name (qidao's, else xDSL's)."""
+    graph_only: bool = False
+    """An optimization of the whole program: eager mode skips it."""
+    when: str | None = None
+    """The compile option that must be true for the pass to run (``fuse``, ...)."""
+    options: tuple[str, ...] = ()
+    """Compile settings handed to the pass as the options of the same name."""
 
 
 @dataclass(frozen=True)
 class Stage:
+    """A named level of the tower: the IR after its steps, or text a target makes."""
+
     name: str
-    passes: tuple[str, ...]
+    steps: tuple[Step, ...]
     summary: str
+    made_by: str = ""
+    """What makes a stage without passes (a frontend, the emitter, LLVM)."""
+    text: bool = False
+    """Text made by the target (``llvm``, ``asm``, ``cuda``), not IR made by passes."""
+
+    @property
+    def passes(self) -> tuple[str, ...]:
+        return tuple(step.name for step in self.steps)
 
 
-STAGES: tuple[Stage, ...] = (
-    Stage("input", (), "the tg graph as imported"),
+def _graph(name: str, when: str | None = None) -> Step:
+    return Step(name, graph_only=True, when=when)
+
+
+COMMON_STAGES: tuple[Stage, ...] = (
+    Stage("input", (), "the tg graph as imported", made_by="a frontend"),
     Stage(
         "tg",
         (
-            "fold-constants",
-            "simplify",
-            "cse",
-            "layout",
-            "materialize-padding",
-            "dce",
-            "fuse",
+            _graph("fold-constants"),
+            _graph("simplify"),
+            _graph("cse"),
+            _graph("layout"),
+            Step("materialize-padding"),
+            _graph("dce"),
+            _graph("fuse", when="fuse"),
         ),
         "the tg graph after graph passes",
     ),
     Stage(
         "affine",
-        ("convert-tg-to-affine", "plan-memory"),
-        "one named affine loop nest per kernel, buffers planned",
+        (Step("convert-tg-to-affine"), _graph("plan-memory")),
+        "host `@main` + one named loop nest per kernel, buffers planned",
     ),
     Stage(
-        "schedule",
+        SCHEDULE_STAGE,
         (),
-        "the kernels' loops after the schedule= given to qidao.compile (if any)",
-    ),
-    Stage(
-        "scf",
-        ("expand-math", "lower-affine", "convert-parallel-to-gomp"),
-        "scf.for loops over index arithmetic; exp/log/tanh as vectorizable polynomials; "
-        "parallel loops outlined and started with GOMP_parallel",
-    ),
-    Stage("cf", ("convert-scf-to-cf",), "basic blocks and branches"),
-    Stage(
-        "llvm-dialect",
-        ("convert-to-llvm", "reconcile-unrealized-casts", "dce"),
-        "the llvm dialect, memrefs as bare pointers",
+        "the kernels' loops after the schedule (default, tuned or `schedule=`; "
+        "the same as `affine` with `schedule=None`)",
+        made_by="the schedule primitives",
     ),
 )
-"""The IR stages, in order; each runs its passes on the previous stage's IR."""
+"""The stages every target shares: the graph, its kernels, their schedule."""
 
-TEXT_STAGES: tuple[Stage, ...] = (
-    Stage("llvm", (), "LLVM IR text, as handed to the JIT"),
-    Stage("llvm-opt", (), "LLVM IR after -O3 for the host CPU"),
-    Stage("asm", (), "host machine code"),
-)
-"""Stages past the IR: text made by code generation and by LLVM."""
+PIPELINES: dict[str, tuple[Stage, ...]] = {
+    "cpu": (
+        *COMMON_STAGES,
+        Stage(
+            "scf",
+            (
+                Step("instrument-kernels", when="profile"),
+                Step("expand-math"),
+                Step("lower-affine"),
+                Step("convert-parallel-to-gomp", options=("threads",)),
+            ),
+            "`scf.for` loops over index arithmetic; exp/log/tanh/erf as polynomials; "
+            "parallel loops outlined",
+        ),
+        Stage("cf", (Step("convert-scf-to-cf"),), "basic blocks and branches"),
+        Stage(
+            "llvm-dialect",
+            (
+                Step("convert-to-llvm"),
+                Step("reconcile-unrealized-casts"),
+                Step("dce"),
+            ),
+            "xDSL's llvm dialect, memrefs as bare pointers",
+        ),
+        Stage(
+            "llvm",
+            (),
+            "LLVM IR text, as handed to the JIT",
+            made_by="`qidao/compiler/targets/cpu/emit.py`",
+            text=True,
+        ),
+        Stage(
+            "llvm-opt",
+            (),
+            "LLVM IR after -O3 for the host CPU",
+            made_by="llvmlite",
+            text=True,
+        ),
+        Stage("asm", (), "host machine code", made_by="llvmlite", text=True),
+    ),
+    "cuda": (
+        *COMMON_STAGES,
+        Stage(
+            "cuda",
+            (),
+            "CUDA C and, as comments, the launch plan",
+            made_by="`qidao/compiler/targets/cuda/emit.py`",
+            text=True,
+        ),
+    ),
+}
+"""Every target's stages, in order: IR stages, then the text stages it makes."""
 
-STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES + TEXT_STAGES)
+TARGETS: tuple[str, ...] = tuple(PIPELINES)
 
 
-def check_stage(name: str) -> str:
-    """``name`` if it is a stage, else a ValueError listing the stages."""
-    if name not in STAGE_NAMES:
+# --- reading the data -----------------------------------------------------------
+
+
+def check_target(target: object) -> str:
+    """``target`` if it is one of ``TARGETS``, else a ValueError listing them."""
+    if target not in PIPELINES:
         raise ValueError(
-            f"unknown stage '{name}'; the stages are: {', '.join(STAGE_NAMES)}"
+            f"unknown target {target!r}; the targets are: {', '.join(TARGETS)}"
+        )
+    assert isinstance(target, str)
+    return target
+
+
+def check_mode(mode: object) -> str:
+    """``mode`` if it is one of ``MODES``, else a ValueError listing them."""
+    if mode not in MODES:
+        raise ValueError(
+            f"unknown mode {mode!r}; the modes are: {', '.join(MODES)} "
+            "(graph: the optimized pipeline; eager: one kernel per tg op)"
+        )
+    assert isinstance(mode, str)
+    return mode
+
+
+def stages(
+    target: str = "cpu", first: str | None = None, last: str | None = None
+) -> tuple[Stage, ...]:
+    """The stages of ``target`` from ``first`` to ``last`` (both included;
+    default: all)."""
+    pipeline = PIPELINES[check_target(target)]
+    names = [stage.name for stage in pipeline]
+    start = names.index(check_stage(first, target)) if first is not None else 0
+    stop = names.index(check_stage(last, target)) + 1 if last is not None else None
+    return pipeline[start:stop]
+
+
+def without(pipeline: Sequence[Stage], *passes: str) -> tuple[Stage, ...]:
+    """``pipeline`` with the steps of ``passes`` left out (to see what they do)."""
+    return tuple(
+        replace(stage, steps=tuple(s for s in stage.steps if s.name not in passes))
+        for stage in pipeline
+    )
+
+
+def stage_names(target: str = "cpu") -> tuple[str, ...]:
+    """The names of ``target``'s stages, in order."""
+    return tuple(stage.name for stage in PIPELINES[check_target(target)])
+
+
+ALL_STAGE_NAMES: tuple[str, ...] = tuple(
+    dict.fromkeys(name for target in TARGETS for name in stage_names(target))
+)
+"""Every stage of every target, once each (``qidao compile --emit`` choices)."""
+
+
+def check_stage(name: str, target: str = "cpu") -> str:
+    """``name`` if it is a stage of ``target``, else a ValueError listing them."""
+    names = stage_names(target)
+    if name not in names:
+        raise ValueError(
+            f"unknown stage '{name}' for target '{target}'; the stages are: "
+            f"{', '.join(names)}"
         )
     return name
+
+
+def active_steps(stage: Stage, mode: str, settings: Mapping[str, Any]) -> list[Step]:
+    """The steps of ``stage`` that run in ``mode`` with these compile settings (a
+    step whose ``when`` option is absent from them does not run)."""
+    check_mode(mode)
+    return [
+        step
+        for step in stage.steps
+        if not (step.graph_only and mode == "eager")
+        and (step.when is None or bool(settings.get(step.when, False)))
+    ]
+
+
+def stage_table(target: str = "cpu") -> str:
+    """The stages of ``target`` as the README's Markdown table, and the passes that
+    eager mode skips."""
+    pipeline = PIPELINES[check_target(target)]
+    rows = ["| stage | the IR | made by |", "|---|---|---|"]
+    for stage in pipeline:
+        made_by = ", ".join(_step_cell(step) for step in stage.steps) or stage.made_by
+        if stage.name == SCHEDULE_STAGE:  # every pass in qidao/passes/schedule/
+            primitives = [n for n, m in pass_modules().items() if ".schedule." in m]
+            made_by += ": " + ", ".join(f"`{name}`" for name in primitives)
+        rows.append(f"| `{stage.name}` | {stage.summary} | {made_by} |")
+    skipped = dict.fromkeys(
+        step.name for stage in pipeline for step in stage.steps if step.graph_only
+    )
+    rows.append("")
+    rows.append(
+        "`mode=\"eager\"` skips " + ", ".join(f"`{name}`" for name in skipped) + "."
+    )
+    return "\n".join(rows) + "\n"
+
+
+def _step_cell(step: Step) -> str:
+    return f"`{step.name}`" + (f" (with `{step.when}=True`)" if step.when else "")
+
+
+# --- running it -----------------------------------------------------------------
+
+ScheduleHook = Callable[[ModuleOp, bool], None]
+"""Applies the schedule to the module in place; the flag: verify every primitive."""
+
+
+def run_stages(
+    module: ModuleOp,
+    pipeline: Sequence[Stage],
+    *,
+    mode: str = "graph",
+    settings: Mapping[str, Any] | None = None,
+    debug: int = 0,
+    verify: str = "stage",
+    schedule: ScheduleHook | None = None,
+    seconds: dict[str, float] | None = None,
+) -> dict[str, ModuleOp]:
+    """Run the IR stages of ``pipeline`` on ``module`` in place, in order, until the
+    first text stage; return a copy of the module after each.
+
+    ``settings`` holds the compile options that steps ask for (``fuse``,
+    ``profile``, ``threads``, ...); a step whose ``when`` option is absent does not
+    run, and an absent pass option keeps the pass's default. ``verify`` is ``"stage"`` (verify at the end of
+    each stage that ran a pass) or ``"each"`` (after every pass and, through the
+    hook, every schedule primitive); a failure is an internal error naming the stage
+    or the pass. ``debug`` (``qidao.compiler.debug``): 2 prints the IR after every
+    stage, 3 after every pass. ``seconds`` gets the time of each stage.
+    """
+    check_mode(mode)
+    each = verify == "each"
+    values = settings or {}
+    ctx = make_context()
+    snapshots: dict[str, ModuleOp] = {}
+    if debug >= 2:
+        emit("input", str(module))
+    for stage in pipeline:
+        if stage.text:
+            break
+        start = time.perf_counter()
+        steps = active_steps(stage, mode, values)
+        for step in steps:
+            options = {k: values[k] for k in step.options if k in values}
+            make_pass(step.name, **options).apply(ctx, module)
+            if each:
+                verify_module(module, f"pass '{step.name}'")
+            if debug >= 3:
+                emit(f"after pass {step.name}", str(module))
+        if steps and not each:
+            verify_module(
+                module,
+                f"stage '{stage.name}' (passes: "
+                f"{', '.join(step.name for step in steps)}; verify='each' names the "
+                "pass)",
+            )
+        if stage.name == SCHEDULE_STAGE and schedule is not None:
+            schedule(module, each)
+        if seconds is not None:
+            seconds[stage.name] = time.perf_counter() - start
+        snapshots[stage.name] = module.clone()
+        if debug >= 2 and stage.name != "input":
+            emit(f"stage {stage.name}", str(module))
+    return snapshots
+
+
+def verify_module(module: ModuleOp, after: str) -> None:
+    """Verify ``module``; a failure is an internal error saying what ran last."""
+    try:
+        module.verify()
+    except Exception as err:
+        raise RuntimeError(
+            f"internal error: IR does not verify after {after}: {err}"
+        ) from err

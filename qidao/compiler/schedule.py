@@ -42,6 +42,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 
 from qidao.compiler.context import make_context
+from qidao.compiler.models import load_model
+from qidao.compiler.pipeline import run_stages, stages
 from qidao.passes import all_passes
 from qidao.passes.schedule.loops.errors import (
     DuplicateLoopNameError,
@@ -169,10 +171,13 @@ class Schedule:
     def for_model(cls, model: Any, mode: str = "graph", fuse: bool = True) -> Schedule:
         """Compile ``model`` (anything ``qidao.compile`` takes) to the ``affine``
         stage and wrap it."""
-        from qidao.compiler.compile import lower
-        from qidao.compiler.models import load_model
-
-        return cls(lower(load_model(model), fuse=fuse, mode=mode)["affine"])
+        affine = run_stages(
+            load_model(model),
+            stages(last="affine"),
+            mode=mode,
+            settings={"fuse": fuse},
+        )["affine"]
+        return cls(affine)
 
     # --- reading ----------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from qidao.frontend.errors import ConstantRequiredError, FrontendError
 from qidao.runtime.errors import ArgumentError
 
 if TYPE_CHECKING:
-    from qidao.compiler.compile import Compiled
+    from qidao.compiler.compiled import CompiledProgram
     from qidao.runtime.executor import TensorSpec
 
 MAX_ENTRIES = 8
@@ -158,7 +158,7 @@ def needs_specialization(proto: onnx.ModelProto) -> bool:
 
 
 def specialized(
-    model: Any, compile_module: Callable[[Any], Compiled]
+    model: Any, compile_module: Callable[[Any], CompiledProgram]
 ) -> Specialized | None:
     """A :class:`Specialized` callable for an ONNX ``model`` that needs one, else
     None. ``compile_module`` compiles an imported tg module with the caller's target
@@ -202,7 +202,7 @@ class Specialized:
     def __init__(
         self,
         proto: onnx.ModelProto,
-        compile_module: Callable[[Any], Compiled],
+        compile_module: Callable[[Any], CompiledProgram],
         bound: Sequence[str] = (),
     ) -> None:
         self.proto = proto
@@ -211,9 +211,9 @@ class Specialized:
         self.names = [str(i.name) for i in self.graph_inputs]
         self.bound = list(bound)
         """The inputs whose values are bound (more may join at a compile)."""
-        self.cache: OrderedDict[Hashable, Compiled] = OrderedDict()
+        self.cache: OrderedDict[Hashable, CompiledProgram] = OrderedDict()
         self.compiles = 0
-        self._latest: Compiled | None = None
+        self._latest: CompiledProgram | None = None
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
         if len(arrays) != len(self.names):
@@ -267,7 +267,7 @@ class Specialized:
                 parts.append(shape)
         return tuple(parts)
 
-    def _compile(self, arrays: Sequence[Any]) -> Compiled:
+    def _compile(self, arrays: Sequence[Any]) -> CompiledProgram:
         """Import with the bound inputs' values (binding more if the import needs
         them; then the cache, keyed without them, starts over) and compile."""
         from qidao.frontend.onnx import import_onnx
@@ -296,7 +296,7 @@ class Specialized:
         return self._compile_module(imported[0])
 
     @property
-    def latest(self) -> Compiled:
+    def latest(self) -> CompiledProgram:
         """The specialization the last call ran."""
         if self._latest is None:
             raise RuntimeError(

@@ -140,7 +140,7 @@ def run_worker(
             times = time_calls(call, min_time, max_runs)
     elif backend in ("qidao", "qidao-raw"):
         import qidao
-        from qidao.compiler.compile import Compiled
+        from qidao import Compiled
 
         start = time.perf_counter()
         compiled = qidao.compile(example.build(), threads=threads)

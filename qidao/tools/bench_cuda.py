@@ -177,10 +177,14 @@ def measure(
     w = BENCH_WORKLOADS[workload]
     inputs, want = _data(workload, seed)
     if backend == "qidao":
-        from qidao.compiler.targets.cuda import compile_cuda
+        import qidao
+        from qidao.compiler.targets.cuda.compiled import CompiledCuda
 
         start = time.perf_counter()
-        compiled = compile_cuda(w.build(), schedule=w.schedule, device=device)
+        compiled = qidao.compile(
+            w.build(), target="cuda", schedule=w.schedule, device=device
+        )
+        assert isinstance(compiled, CompiledCuda)
         function = compiled.load()  # nvcc and the module load (or g++)
         compile_s = time.perf_counter() - start
         try:

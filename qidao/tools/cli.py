@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from qidao.compiler.pipeline import STAGE_NAMES
+from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
 from qidao.tools.examples import model_argument
 
 DEFAULT_MODEL = "book"
@@ -47,8 +47,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         eager = _compile(args.model, args.debug, mode="eager")
         print(stats_table(graph, eager))
         return 0
-    if args.emit == "cuda" and args.target != "cuda":
-        raise SystemExit("qidao: --emit cuda needs --target cuda")
+    check_stage(args.emit, args.target)  # before any work: llvm is not a cuda stage
     compiled = _compile(
         args.model,
         args.debug,
@@ -99,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from qidao.compiler.compile import Compiled
+    from qidao import Compiled
 
     compiled = _compile(args.model, args.debug, profile=True, threads=args.threads)
     if not isinstance(compiled, Compiled):
@@ -187,8 +186,6 @@ def _version() -> str:
 
 
 def _mode_argument(p: argparse.ArgumentParser) -> None:
-    from qidao.compiler.compile import MODES
-
     p.add_argument(
         "--mode",
         default="graph",
@@ -229,14 +226,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--emit",
         default="tg",
-        choices=(*STAGE_NAMES, "cuda"),
-        help="the stage to print (cuda: the CUDA C and launch plan, with --target "
-        "cuda)",
+        choices=ALL_STAGE_NAMES,
+        help="the stage to print, one of the target's (cuda: the CUDA C and launch "
+        "plan, with --target cuda)",
     )
     p.add_argument(
         "--target",
         default="cpu",
-        choices=("cpu", "cuda"),
+        choices=TARGETS,
         help="cpu (default) or cuda: CUDA C for the loops the default GPU schedule "
         "(or a given one) binds to blockIdx/threadIdx (no GPU needed to print it)",
     )

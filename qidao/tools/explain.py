@@ -12,7 +12,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 
 if TYPE_CHECKING:
-    from qidao.compiler.compile import Compiled
+    from qidao import Compiled
 
 _ROWS = (
     ("kernels", "kernel launches per call"),

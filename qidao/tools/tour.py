@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from qidao.compiler.pipeline import STAGES, TEXT_STAGES, check_stage
+from qidao.compiler.pipeline import PIPELINES, check_stage
 
 
 def _banner(title: str) -> str:
@@ -18,7 +18,7 @@ def tour(
 ) -> int:
     """Print ``model`` at each stage, run it on its example inputs, time it vs torch."""
     import qidao
-    from qidao.compiler.compile import Compiled
+    from qidao import Compiled
     from qidao.tools.examples import EXAMPLES, get_example
 
     for stage in stages:
@@ -32,7 +32,7 @@ def tour(
             "dynamic dimensions are bound then: qidao/compiler/specialize.py); run it "
             "with inputs: qidao run MODEL --inputs in.npz"
         )
-    summary = {s.name: s.summary for s in STAGES + TEXT_STAGES}
+    summary = {s.name: s.summary for s in PIPELINES["cpu"]}
     title = example.summary if example is not None else model
     print(f"qidao tour: {title}")
     for stage in stages:

@@ -1,0 +1,74 @@
+"""What the compiler reads off the host program ``@main``: its signature, its kernels
+and, per call, its launches and buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+
+from qidao.dialects.tg.types import dtype_name, is_row_major
+from qidao.passes.kernels.plan_memory import memory_stats
+from qidao.runtime.executor import TensorSpec
+
+ENTRY = "main"
+"""The host function every frontend makes and every target calls."""
+
+
+def entry_function(module: ModuleOp) -> func.FuncOp:
+    """The host function ``@main`` of ``module``."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == ENTRY:
+            return op
+    raise ValueError(f"the model has no entry function @{ENTRY}")
+
+
+def kernel_labels(module: ModuleOp) -> dict[str, str]:
+    """Kernel name -> its ``qd.kernel`` label (the tg ops it computes)."""
+    labels = {}
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            label = op.attributes.get("qd.kernel")
+            if isinstance(label, StringAttr):
+                labels[op.sym_name.data] = label.data
+    return labels
+
+
+def _names(fn: func.FuncOp, attr: str, default: Sequence[str]) -> list[str]:
+    names = fn.attributes.get(attr)
+    if isinstance(names, ArrayAttr):
+        return [n.data for n in names.data if isinstance(n, StringAttr)]
+    return list(default)
+
+
+def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Input and output specs of the tg graph's entry function."""
+    fn = entry_function(module)
+    args = fn.body.block.args
+    in_names = _names(
+        fn, "qd.input_names", [a.name_hint or f"input{i}" for i, a in enumerate(args)]
+    )
+    outs = fn.function_type.outputs.data
+    out_names = _names(fn, "qd.output_names", [f"output{i}" for i in range(len(outs))])
+
+    def spec(name: str, t: object) -> TensorSpec:
+        if not isinstance(t, TensorType):
+            raise TypeError(f"@{ENTRY}: '{name}' has type {t}, expected a tensor")
+        if not is_row_major(t):
+            raise ValueError(
+                f"@{ENTRY}: '{name}' has the strided type {t}; graph inputs and "
+                "outputs are row-major arrays (take a strided view inside the graph, "
+                "e.g. with tg.transpose)"
+            )
+        return TensorSpec(name, tuple(t.get_shape()), dtype_name(t.get_element_type()))
+
+    inputs = [spec(n, a.type) for n, a in zip(in_names, args, strict=True)]
+    outputs = [spec(n, t) for n, t in zip(out_names, outs, strict=True)]
+    return inputs, outputs
+
+
+def host_stats(affine: ModuleOp) -> dict[str, int]:
+    """Per call: kernel launches, intermediate buffers, their peak live bytes and
+    their traffic (see ``qidao.passes.kernels.plan_memory.memory_stats``)."""
+    return memory_stats(affine, entry_function(affine))

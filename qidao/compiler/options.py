@@ -1,0 +1,80 @@
+"""The options of ``qidao.compile``, checked before any work is done.
+
+Every target takes the options in :data:`COMMON_OPTIONS`; a target adds its own
+(``qidao.compiler.targets``: the CPU's ``opt_level``, ``records`` and ``profile``,
+CUDA's ``device``). An option no target of the call takes is a ``TypeError`` that
+lists the ones it does take.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from qidao.compiler.debug import debug_level, verify_policy
+from qidao.compiler.pipeline import check_mode
+
+COMMON_OPTIONS: dict[str, Any] = {
+    "fuse": True,
+    "debug": None,
+    "schedule": "default",
+    "verify": None,
+}
+"""Options every target takes, with their defaults: ``fuse`` (the fusion pass in
+graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
+a function of a ``Schedule``, a trace, or None) and ``verify`` (``"stage"`` or
+``"each"``)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The checked settings of one compile."""
+
+    target: str
+    mode: str
+    threads: int
+    """Threads a parallel loop starts: the ``threads`` given, at most the cores."""
+    debug: int
+    verify: str
+    options: Mapping[str, Any]
+    """Every option of the target by name: the value given, else the default."""
+
+    def values(self) -> dict[str, Any]:
+        """What a pipeline step may ask for: every option, and ``threads``."""
+        return {**self.options, "threads": self.threads}
+
+
+def check_settings(
+    target: str,
+    target_options: Mapping[str, Any],
+    mode: object,
+    threads: object,
+    options: Mapping[str, Any],
+) -> Settings:
+    """The settings of a ``qidao.compile`` call, or the error naming the bad one."""
+    check_mode(mode)
+    assert isinstance(mode, str)
+    known = {**COMMON_OPTIONS, **target_options}
+    unknown = set(options) - set(known)
+    if unknown:
+        raise TypeError(
+            f"unknown option(s) {', '.join(sorted(unknown))}; qidao.compile "
+            f"(target='{target}') takes "
+            f"{', '.join(f'{k}={v!r}' for k, v in known.items())}"
+        )
+    cores = os.cpu_count() or 1
+    if threads is None:
+        threads = cores
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    merged = {**known, **options}
+    return Settings(
+        target=target,
+        mode=mode,
+        threads=min(threads, cores),
+        debug=debug_level(merged["debug"]),
+        verify=verify_policy(merged["verify"]),
+        options=merged,
+    )

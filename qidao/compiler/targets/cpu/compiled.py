@@ -1,0 +1,96 @@
+"""The compiled object of the CPU target: NumPy arrays in, NumPy arrays out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+
+from qidao.compiler.compiled import CompiledProgram
+from qidao.compiler.host import entry_function, kernel_labels
+from qidao.passes.cpu.instrument_kernels import KERNELS_ATTR
+from qidao.runtime.cpu import JitModule
+from qidao.runtime.executor import NativeFunction, TensorSpec
+from qidao.runtime.profile import (
+    CALLS_GLOBAL,
+    NS_GLOBAL,
+    KernelCounters,
+    Profile,
+    measure,
+)
+
+
+class Compiled(CompiledProgram):
+    """A model compiled for the CPU: call it with NumPy arrays in graph-input order."""
+
+    target = "cpu"
+
+    def __init__(
+        self,
+        stage_ir: dict[str, ModuleOp],
+        llvm_ir: str,
+        jit: JitModule,
+        native: NativeFunction,
+        stats: dict[str, Any],
+        mode: str = "graph",
+    ) -> None:
+        super().__init__(stage_ir, stats, mode)
+        self._llvm_ir = llvm_ir
+        self._jit = jit
+        self.native = native
+        self._call = native._call  # the generated, checked caller
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self.native.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self.native.outputs
+
+    def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
+        """Run the model; checks count, dtype and shape of every input first."""
+        return self._call(*arrays)  # type: ignore[no-any-return]
+
+    def _text(self, stage: str) -> str:
+        if stage == "llvm":
+            return self._llvm_ir
+        if stage == "llvm-opt":
+            return self._jit.optimized_ir()
+        assert stage == "asm", stage
+        return self._jit.assembly()
+
+    def profile(self, *arrays: Any, runs: int = 50) -> Profile:
+        """Median time of each kernel over ``runs`` calls on ``arrays`` (after 3
+        warm-up calls), and of the whole call; needs ``qidao.compile(...,
+        profile=True)``. ``print(compiled.profile(x))`` prints the table."""
+        host = entry_function(self._stage_ir["scf"])
+        names = host.attributes.get(KERNELS_ATTR)
+        if names is None:
+            raise ValueError(
+                "this model was compiled without profile=True: "
+                "qidao.compile(model, profile=True) times its kernels"
+            )
+        assert isinstance(names, ArrayAttr)
+        labels = kernel_labels(self._stage_ir["affine"])
+        kernels = [
+            (n.data, labels.get(n.data, ""))
+            for n in names.data
+            if isinstance(n, StringAttr)
+        ]
+        counters = KernelCounters(
+            self._jit.global_address(NS_GLOBAL),
+            self._jit.global_address(CALLS_GLOBAL),
+            len(kernels),
+        )
+        self(*arrays)  # the arguments are checked once, before any timing
+        return measure(lambda: self._call(*arrays), counters, kernels, runs)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{s.name}: {list(s.shape)}" for s in self.inputs)
+        outs = ", ".join(f"{list(s.shape)}" for s in self.outputs)
+        return (
+            f"<qidao.Compiled ({ins}) -> ({outs}), {self.mode} mode, "
+            f"{self.stats['kernels']} kernels>"
+        )

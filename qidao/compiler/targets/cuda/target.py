@@ -1,0 +1,87 @@
+"""The CUDA target: the driver's questions answered for CUDA C on a GPU."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from qidao.compiler.debug import emit
+from qidao.compiler.options import Settings
+from qidao.compiler.schedule import Schedule, ScheduleSpec
+from qidao.compiler.targets.cuda.compiled import CompiledCuda
+from qidao.compiler.targets.cuda.defaults import default_gpu_schedule
+from qidao.compiler.targets.cuda.emit import emit_program
+
+DEVICES: tuple[str, ...] = ("cuda", "emulate")
+"""``cuda``: a CUDA GPU through pycuda; ``emulate``: the CPU emulation, for tests."""
+
+
+class CudaTarget:
+    """CUDA C and a launch plan, built by nvcc and launched with pycuda."""
+
+    name = "cuda"
+    options: dict[str, Any] = {"device": "cuda", "opt_level": 3}
+    """``device`` (``DEVICES``), opened on the first call; ``opt_level`` is taken
+    for the CPU's sake and ignored (nvcc builds with -O3)."""
+
+    def check(self, settings: Settings) -> None:
+        device = settings.options["device"]
+        if isinstance(device, str) and device not in DEVICES:
+            raise ValueError(
+                f"unknown device {device!r}; target 'cuda' runs on: "
+                f"{', '.join(DEVICES)}"
+            )
+
+    def schedule(
+        self, settings: Settings, applied: dict[str, Any]
+    ) -> ScheduleSpec | None:
+        spec: ScheduleSpec | None = settings.options["schedule"]
+        if isinstance(spec, str) and spec == "default":
+
+            def defaults(s: Schedule) -> None:
+                applied["default_schedule"] = default_gpu_schedule(s)
+
+            spec = defaults
+        return spec
+
+    def check_scheduled(self, module: ModuleOp) -> None:
+        """Every binding is the GPU's; nothing to refuse."""
+
+    def build(
+        self,
+        module: ModuleOp,
+        stage_ir: dict[str, ModuleOp],
+        settings: Settings,
+        seconds: dict[str, float],
+        applied: dict[str, Any],
+    ) -> CompiledCuda:
+        start = time.perf_counter()
+        program = emit_program(module)
+        seconds["emit-cuda"] = time.perf_counter() - start
+        stats: dict[str, Any] = {
+            "kernels": len({launch.kernel for launch in program.launches}),
+            "launches": len(program.launches),
+            "serial_launches": [
+                launch.function for launch in program.launches if launch.serial
+            ],
+            "compile_seconds": seconds,
+            **applied,
+        }
+        if settings.debug >= 2:
+            emit("cuda", program.source + "\n" + program.plan())
+        if settings.debug >= 1:
+            emit(
+                "stats",
+                f"{settings.mode} mode: {stats['launches']} launch(es) of "
+                f"{stats['kernels']} kernel(s), "
+                f"{len(stats['serial_launches'])} serial; "
+                + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()),
+            )
+        return CompiledCuda(
+            stage_ir, program, stats, settings.mode, settings.options["device"]
+        )
+
+
+TARGET = CudaTarget()
