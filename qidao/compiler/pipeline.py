@@ -254,7 +254,7 @@ def stage_table(target: str = "cpu") -> str:
     )
     rows.append("")
     rows.append(
-        "`mode=\"eager\"` skips " + ", ".join(f"`{name}`" for name in skipped) + "."
+        '`mode="eager"` skips ' + ", ".join(f"`{name}`" for name in skipped) + "."
     )
     return "\n".join(rows) + "\n"
 
