@@ -43,9 +43,9 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
-from qidao.frontend.builder import Graph, Value
+from qidao.frontend.builder import Value
 from qidao.frontend.errors import FrontendError, GraphError
-from qidao.frontend.fx_ops import CONVERTERS, op_name
+from qidao.frontend.fx_ops import CONVERTERS, FxValues, op_name
 
 SUPPORTED_OPS: tuple[str, ...] = tuple(sorted({op_name(t) for t in CONVERTERS}))
 """The ATen operators the converter table has a converter for (some only for some
@@ -230,37 +230,8 @@ def unsupported_ops(gm: torch.fx.GraphModule) -> dict[str, list[str]]:
 # ---- conversion -------------------------------------------------------------
 
 
-class FxConverter:
+class FxConverter(FxValues):
     """Builds one tg function from an FX graph; converters get this object."""
-
-    def __init__(self, name: str = "main") -> None:
-        self.g: Graph = Graph(name)
-        self._constants: dict[int, Value] = {}
-
-    def tensor(self, x: Any) -> Value:
-        """``x`` as a graph value: a NumPy constant becomes a cached ``tg.constant``."""
-        if isinstance(x, Value):
-            return x
-        if isinstance(x, np.ndarray):
-            key = id(x)
-            if key not in self._constants:
-                self._constants[key] = self.g.constant(x, dtype=str(x.dtype))
-            return self._constants[key]
-        if isinstance(x, bool | int | float):
-            return self.g.constant(np.array(x, np.float32))
-        raise GraphError(f"expected a tensor, got {type(x).__name__}")
-
-    def operand(self, x: Any) -> Value | float:
-        """A tensor operand, or a Python number the builder makes a scalar of."""
-        if isinstance(x, bool | int | float):
-            return float(x)
-        return self.tensor(x)
-
-    def scaled(self, x: Any, factor: float) -> Value | float:
-        """``factor * x`` for a tensor or a number."""
-        if isinstance(x, bool | int | float):
-            return float(factor) * float(x)
-        return self.tensor(x) * float(factor)
 
     def convert(
         self,

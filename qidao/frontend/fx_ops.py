@@ -6,7 +6,7 @@ tuple for multi-result ops) and Python values (ints, lists, strings) left as the
 are; it builds tg ops through the ``Graph`` builder and returns the node's result::
 
     @converter(aten.relu.default)
-    def _relu(cv: FxConverter, x: Arg) -> Value:
+    def _relu(cv: FxValues, x: Arg) -> Value:
         return cv.g.relu(cv.tensor(x))
 
 The names of the arguments are ATen's schema names, so keyword arguments of the FX
@@ -28,16 +28,13 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from qidao.frontend.builder import Value
+from qidao.frontend.builder import Graph, Value
 from qidao.frontend.errors import GraphError
-
-if TYPE_CHECKING:
-    from qidao.frontend.fx import FxConverter
 
 aten = torch.ops.aten
 
@@ -46,6 +43,41 @@ Arg = Any
 
 Check = Callable[..., str | None]
 Fn = TypeVar("Fn", bound=Callable[..., Any])
+
+
+class FxValues:
+    """What a converter gets: the graph being built (``g``) and the ways to turn an
+    FX argument (a value, a NumPy constant, a Python number) into an operand.
+    ``qidao.frontend.fx.FxConverter`` walks the FX graph on top of it."""
+
+    def __init__(self, name: str = "main") -> None:
+        self.g: Graph = Graph(name)
+        self._constants: dict[int, Value] = {}
+
+    def tensor(self, x: Any) -> Value:
+        """``x`` as a graph value: a NumPy constant becomes a cached ``tg.constant``."""
+        if isinstance(x, Value):
+            return x
+        if isinstance(x, np.ndarray):
+            key = id(x)
+            if key not in self._constants:
+                self._constants[key] = self.g.constant(x, dtype=str(x.dtype))
+            return self._constants[key]
+        if isinstance(x, bool | int | float):
+            return self.g.constant(np.array(x, np.float32))
+        raise GraphError(f"expected a tensor, got {type(x).__name__}")
+
+    def operand(self, x: Any) -> Value | float:
+        """A tensor operand, or a Python number the builder makes a scalar of."""
+        if isinstance(x, bool | int | float):
+            return float(x)
+        return self.tensor(x)
+
+    def scaled(self, x: Any, factor: float) -> Value | float:
+        """``factor * x`` for a tensor or a number."""
+        if isinstance(x, bool | int | float):
+            return float(factor) * float(x)
+        return self.tensor(x) * float(factor)
 
 
 @dataclass(frozen=True)
@@ -115,7 +147,7 @@ def _shape(size: Sequence[int], numel: int) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def _reshape(cv: FxConverter, x: Arg, size: Sequence[int]) -> Value:
+def _reshape(cv: FxValues, x: Arg, size: Sequence[int]) -> Value:
     v = cv.tensor(x)
     shape = _shape(size, math.prod(v.shape))
     return v if shape == v.shape else cv.g.reshape(v, shape)
@@ -129,22 +161,22 @@ def _is_float(value: Any) -> bool:
 
 
 @converter(aten.add.Tensor, aten.add.Scalar)
-def _add(cv: FxConverter, x: Arg, y: Arg, alpha: float = 1) -> Value:
+def _add(cv: FxValues, x: Arg, y: Arg, alpha: float = 1) -> Value:
     return cv.g.add(cv.operand(x), cv.operand(y) if alpha == 1 else cv.scaled(y, alpha))
 
 
 @converter(aten.sub.Tensor, aten.sub.Scalar)
-def _sub(cv: FxConverter, x: Arg, y: Arg, alpha: float = 1) -> Value:
+def _sub(cv: FxValues, x: Arg, y: Arg, alpha: float = 1) -> Value:
     return cv.g.sub(cv.operand(x), cv.operand(y) if alpha == 1 else cv.scaled(y, alpha))
 
 
 @converter(aten.rsub.Scalar, aten.rsub.Tensor)
-def _rsub(cv: FxConverter, x: Arg, y: Arg, alpha: float = 1) -> Value:
+def _rsub(cv: FxValues, x: Arg, y: Arg, alpha: float = 1) -> Value:
     return cv.g.sub(cv.operand(y), cv.operand(x) if alpha == 1 else cv.scaled(x, alpha))
 
 
 @converter(aten.mul.Tensor, aten.mul.Scalar)
-def _mul(cv: FxConverter, x: Arg, y: Arg) -> Value:
+def _mul(cv: FxValues, x: Arg, y: Arg) -> Value:
     return cv.g.mul(cv.operand(x), cv.operand(y))
 
 
@@ -155,11 +187,11 @@ def _check_div(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.div.Tensor, aten.div.Scalar)
 @converter(aten.div.Tensor_mode, aten.div.Scalar_mode, check=_check_div)
-def _div(cv: FxConverter, x: Arg, y: Arg, rounding_mode: str | None = None) -> Value:
+def _div(cv: FxValues, x: Arg, y: Arg, rounding_mode: str | None = None) -> Value:
     return cv.g.div(cv.operand(x), cv.operand(y))
 
 
-_UNARY: dict[Any, Callable[[FxConverter, Value], Value]] = {
+_UNARY: dict[Any, Callable[[FxValues, Value], Value]] = {
     aten.neg.default: lambda cv, x: cv.g.neg(x),
     aten.exp.default: lambda cv, x: cv.g.exp(x),
     aten.log.default: lambda cv, x: cv.g.log(x),
@@ -178,7 +210,7 @@ _UNARY: dict[Any, Callable[[FxConverter, Value], Value]] = {
 def _unary(target: Any) -> None:
     build = _UNARY[target]
 
-    def convert(cv: FxConverter, x: Arg) -> Value:
+    def convert(cv: FxValues, x: Arg) -> Value:
         return build(cv, cv.tensor(x))
 
     converter(target)(convert)
@@ -196,7 +228,7 @@ def _check_gelu(*args: Any, **kwargs: Any) -> str | None:
 
 
 @converter(aten.gelu.default, check=_check_gelu)
-def _gelu(cv: FxConverter, x: Arg, approximate: str = "none") -> Value:
+def _gelu(cv: FxValues, x: Arg, approximate: str = "none") -> Value:
     """As the module asks for it: exact 0.5 x (1 + erf(x / sqrt 2)), or the tanh form
     0.5 x (1 + tanh(c (x + k x³)))."""
     v = cv.tensor(x)
@@ -208,18 +240,18 @@ def _gelu(cv: FxConverter, x: Arg, approximate: str = "none") -> Value:
 
 @converter(aten.hardtanh.default)
 def _hardtanh(
-    cv: FxConverter, x: Arg, min_val: float = -1.0, max_val: float = 1.0
+    cv: FxValues, x: Arg, min_val: float = -1.0, max_val: float = 1.0
 ) -> Value:
     return cv.g.maximum(cv.g.minimum(cv.tensor(x), max_val), min_val)
 
 
 @converter(aten.relu6.default)
-def _relu6(cv: FxConverter, x: Arg) -> Value:
+def _relu6(cv: FxValues, x: Arg) -> Value:
     return cv.g.maximum(cv.g.minimum(cv.tensor(x), 6.0), 0.0)
 
 
 @converter(aten.leaky_relu.default)
-def _leaky_relu(cv: FxConverter, x: Arg, negative_slope: float = 0.01) -> Value:
+def _leaky_relu(cv: FxValues, x: Arg, negative_slope: float = 0.01) -> Value:
     v = cv.tensor(x)
     return cv.g.relu(v) - negative_slope * cv.g.relu(cv.g.neg(v))
 
@@ -233,7 +265,7 @@ def _check_clamp(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.clamp.default, check=_check_clamp)
 def _clamp(
-    cv: FxConverter, x: Arg, min: float | None = None, max: float | None = None
+    cv: FxValues, x: Arg, min: float | None = None, max: float | None = None
 ) -> Value:
     v = cv.tensor(x)
     if max is not None:
@@ -254,7 +286,7 @@ def _check_pow(*args: Any, **kwargs: Any) -> str | None:
 
 
 @converter(aten.pow.Tensor_Scalar, check=_check_pow)
-def _pow(cv: FxConverter, x: Arg, exponent: float) -> Value:
+def _pow(cv: FxValues, x: Arg, exponent: float) -> Value:
     v = cv.tensor(x)
     e = float(exponent)
     if e == -1.0:
@@ -278,7 +310,7 @@ def _check_dropout(*args: Any, **kwargs: Any) -> str | None:
 
 
 @converter(aten.dropout.default, check=_check_dropout)
-def _dropout(cv: FxConverter, x: Arg, p: float = 0.5, train: bool = False) -> Arg:
+def _dropout(cv: FxValues, x: Arg, p: float = 0.5, train: bool = False) -> Arg:
     return x
 
 
@@ -289,7 +321,7 @@ def _dropout(cv: FxConverter, x: Arg, p: float = 0.5, train: bool = False) -> Ar
     aten.detach.default,
     aten.lift_fresh_copy.default,
 )
-def _identity(cv: FxConverter, x: Arg, *args: Any, **kwargs: Any) -> Arg:
+def _identity(cv: FxValues, x: Arg, *args: Any, **kwargs: Any) -> Arg:
     """Value semantics: a copy is the value itself (outputs are made row-major)."""
     return x
 
@@ -302,12 +334,12 @@ def _check_float32(*args: Any, **kwargs: Any) -> str | None:
 
 
 @converter(aten._to_copy.default, aten.to.dtype, check=_check_float32)
-def _to(cv: FxConverter, x: Arg, *args: Any, **kwargs: Any) -> Arg:
+def _to(cv: FxValues, x: Arg, *args: Any, **kwargs: Any) -> Arg:
     return x
 
 
 @converter(operator.getitem)
-def _getitem(cv: FxConverter, x: Arg, index: int) -> Arg:
+def _getitem(cv: FxValues, x: Arg, index: int) -> Arg:
     if not isinstance(x, tuple | list):
         raise GraphError("getitem of a non-tuple value")
     item = x[index]
@@ -319,7 +351,7 @@ def _getitem(cv: FxConverter, x: Arg, index: int) -> Arg:
 # ---- contractions -----------------------------------------------------------
 
 
-def _matmul_values(cv: FxConverter, a: Value, b: Value) -> Value:
+def _matmul_values(cv: FxValues, a: Value, b: Value) -> Value:
     """``torch.matmul``: a vector operand becomes a 1xK or Kx1 matrix first."""
     squeeze: list[int] = []
     if a.rank == 1:
@@ -336,19 +368,19 @@ def _matmul_values(cv: FxConverter, a: Value, b: Value) -> Value:
 
 
 @converter(aten.matmul.default, aten.mm.default, aten.bmm.default)
-def _matmul(cv: FxConverter, x: Arg, y: Arg) -> Value:
+def _matmul(cv: FxValues, x: Arg, y: Arg) -> Value:
     return _matmul_values(cv, cv.tensor(x), cv.tensor(y))
 
 
 @converter(aten.linear.default)
-def _linear(cv: FxConverter, x: Arg, weight: Arg, bias: Arg = None) -> Value:
+def _linear(cv: FxValues, x: Arg, weight: Arg, bias: Arg = None) -> Value:
     y = _matmul_values(cv, cv.tensor(x), cv.g.transpose(cv.tensor(weight)))
     return y if bias is None else y + cv.tensor(bias)
 
 
 @converter(aten.addmm.default)
 def _addmm(
-    cv: FxConverter, bias: Arg, m1: Arg, m2: Arg, beta: float = 1, alpha: float = 1
+    cv: FxValues, bias: Arg, m1: Arg, m2: Arg, beta: float = 1, alpha: float = 1
 ) -> Value:
     y = cv.g.matmul(cv.tensor(m1), cv.tensor(m2))
     if alpha != 1:
@@ -374,7 +406,7 @@ def _check_sdpa(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.scaled_dot_product_attention.default, check=_check_sdpa)
 def _sdpa(
-    cv: FxConverter,
+    cv: FxValues,
     query: Arg,
     key: Arg,
     value: Arg,
@@ -404,7 +436,7 @@ def _check_conv(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.conv2d.default, aten.conv2d.padding, check=_check_conv)
 def _conv2d(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     weight: Arg,
     bias: Arg = None,
@@ -444,7 +476,7 @@ def _check_convolution(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.convolution.default, check=_check_convolution)
 def _convolution(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     weight: Arg,
     bias: Arg,
@@ -471,7 +503,7 @@ def _check_batch_norm(*args: Any, **kwargs: Any) -> str | None:
 
 
 def _batch_norm_values(
-    cv: FxConverter, x: Arg, weight: Arg, bias: Arg, mean: Arg, var: Arg, eps: float
+    cv: FxValues, x: Arg, weight: Arg, bias: Arg, mean: Arg, var: Arg, eps: float
 ) -> Value:
     v = cv.tensor(x)
     channels = v.shape[1]
@@ -483,7 +515,7 @@ def _batch_norm_values(
 
 @converter(aten.batch_norm.default, check=_check_batch_norm)
 def _batch_norm(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     weight: Arg,
     bias: Arg,
@@ -499,7 +531,7 @@ def _batch_norm(
 
 @converter(aten._native_batch_norm_legit_no_training.default)
 def _native_batch_norm(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     weight: Arg,
     bias: Arg,
@@ -513,7 +545,7 @@ def _native_batch_norm(
 
 
 def _layer_norm_values(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     normalized_shape: Sequence[int],
     weight: Arg,
@@ -537,7 +569,7 @@ def _layer_norm_values(
 
 @converter(aten.layer_norm.default)
 def _layer_norm(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     normalized_shape: Sequence[int],
     weight: Arg = None,
@@ -550,7 +582,7 @@ def _layer_norm(
 
 @converter(aten.native_layer_norm.default)
 def _native_layer_norm(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     normalized_shape: Sequence[int],
     weight: Arg,
@@ -568,12 +600,12 @@ def _check_softmax_dtype(*args: Any, **kwargs: Any) -> str | None:
 
 
 @converter(aten.softmax.int, aten._softmax.default, check=_check_softmax_dtype)
-def _softmax(cv: FxConverter, x: Arg, dim: int, *args: Any) -> Value:
+def _softmax(cv: FxValues, x: Arg, dim: int, *args: Any) -> Value:
     return cv.g.softmax(cv.tensor(x), dim)
 
 
 @converter(aten.log_softmax.int, aten._log_softmax.default, check=_check_softmax_dtype)
-def _log_softmax(cv: FxConverter, x: Arg, dim: int, *args: Any) -> Value:
+def _log_softmax(cv: FxValues, x: Arg, dim: int, *args: Any) -> Value:
     """x - max - log(sum(exp(x - max))) over ``dim``."""
     v = cv.tensor(x)
     shifted = v - cv.g.reduce_max(v, dim, keepdims=True)
@@ -595,7 +627,7 @@ def _check_max_pool(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.max_pool2d.default, check=_check_max_pool)
 def _max_pool2d(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     kernel_size: Sequence[int],
     stride: Sequence[int] = (),
@@ -609,7 +641,7 @@ def _max_pool2d(
 
 
 @converter(aten.max_pool2d_with_indices.default, check=_check_max_pool)
-def _max_pool2d_with_indices(cv: FxConverter, x: Arg, *args: Any) -> tuple[Value, None]:
+def _max_pool2d_with_indices(cv: FxValues, x: Arg, *args: Any) -> tuple[Value, None]:
     return (_max_pool2d(cv, x, *args), None)
 
 
@@ -622,7 +654,7 @@ def _check_avg_pool(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.avg_pool2d.default, check=_check_avg_pool)
 def _avg_pool2d(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     kernel_size: Sequence[int],
     stride: Sequence[int] = (),
@@ -637,7 +669,7 @@ def _avg_pool2d(
 
 
 @converter(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
-def _adaptive_avg_pool2d(cv: FxConverter, x: Arg, output_size: Sequence[int]) -> Value:
+def _adaptive_avg_pool2d(cv: FxValues, x: Arg, output_size: Sequence[int]) -> Value:
     """A mean over H and W for 1x1; an even split of H and W into windows otherwise."""
     v = cv.tensor(x)
     out = _ints(output_size)
@@ -663,7 +695,7 @@ def _check_reduce_dtype(*args: Any, **kwargs: Any) -> str | None:
 
 @converter(aten.mean.dim, aten.mean.default, check=_check_reduce_dtype)
 def _mean(
-    cv: FxConverter, x: Arg, dim: Sequence[int] | None = None, keepdim: bool = False
+    cv: FxValues, x: Arg, dim: Sequence[int] | None = None, keepdim: bool = False
 ) -> Value:
     v = cv.tensor(x)
     return cv.g.reduce_mean(v, _axes(dim, v.rank), keepdims=keepdim)
@@ -671,7 +703,7 @@ def _mean(
 
 @converter(aten.sum.dim_IntList, aten.sum.default, check=_check_reduce_dtype)
 def _sum(
-    cv: FxConverter, x: Arg, dim: Sequence[int] | None = None, keepdim: bool = False
+    cv: FxValues, x: Arg, dim: Sequence[int] | None = None, keepdim: bool = False
 ) -> Value:
     v = cv.tensor(x)
     return cv.g.reduce_sum(v, _axes(dim, v.rank), keepdims=keepdim)
@@ -679,7 +711,7 @@ def _sum(
 
 @converter(aten.amax.default, aten.max.default)
 def _amax(
-    cv: FxConverter, x: Arg, dim: Sequence[int] = (), keepdim: bool = False
+    cv: FxValues, x: Arg, dim: Sequence[int] = (), keepdim: bool = False
 ) -> Value:
     v = cv.tensor(x)
     return cv.g.reduce_max(v, _axes(dim, v.rank), keepdims=keepdim)
@@ -687,7 +719,7 @@ def _amax(
 
 @converter(aten.var.correction, aten.var.dim)
 def _var(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     dim: Sequence[int] | None = None,
     unbiased: bool | None = None,
@@ -709,14 +741,14 @@ def _var(
 
 
 @converter(aten.view.default, aten.reshape.default, aten._unsafe_view.default)
-def _view(cv: FxConverter, x: Arg, size: Sequence[int]) -> Value:
+def _view(cv: FxValues, x: Arg, size: Sequence[int]) -> Value:
     """``tg.reshape`` for both: tg's layouts need not match PyTorch's strides, so a
     view PyTorch can take may need a copy here (value semantics keep it correct)."""
     return _reshape(cv, x, size)
 
 
 @converter(aten.flatten.using_ints)
-def _flatten(cv: FxConverter, x: Arg, start_dim: int = 0, end_dim: int = -1) -> Value:
+def _flatten(cv: FxValues, x: Arg, start_dim: int = 0, end_dim: int = -1) -> Value:
     v = cv.tensor(x)
     if v.rank == 0:
         return _reshape(cv, v, (1,))
@@ -726,7 +758,7 @@ def _flatten(cv: FxConverter, x: Arg, start_dim: int = 0, end_dim: int = -1) -> 
 
 
 @converter(aten.unsqueeze.default)
-def _unsqueeze(cv: FxConverter, x: Arg, dim: int) -> Value:
+def _unsqueeze(cv: FxValues, x: Arg, dim: int) -> Value:
     v = cv.tensor(x)
     size = list(v.shape)
     size.insert(dim % (v.rank + 1), 1)
@@ -734,7 +766,7 @@ def _unsqueeze(cv: FxConverter, x: Arg, dim: int) -> Value:
 
 
 @converter(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
-def _squeeze(cv: FxConverter, x: Arg, dim: int | Sequence[int] | None = None) -> Value:
+def _squeeze(cv: FxValues, x: Arg, dim: int | Sequence[int] | None = None) -> Value:
     v = cv.tensor(x)
     axes = set(_axes(dim, v.rank)) if v.rank else set()
     return _reshape(
@@ -743,7 +775,7 @@ def _squeeze(cv: FxConverter, x: Arg, dim: int | Sequence[int] | None = None) ->
 
 
 @converter(aten.transpose.int)
-def _transpose(cv: FxConverter, x: Arg, dim0: int, dim1: int) -> Value:
+def _transpose(cv: FxValues, x: Arg, dim0: int, dim1: int) -> Value:
     v = cv.tensor(x)
     if v.rank < 2:
         return v
@@ -754,21 +786,19 @@ def _transpose(cv: FxConverter, x: Arg, dim0: int, dim1: int) -> Value:
 
 
 @converter(aten.t.default, aten.numpy_T.default)
-def _t(cv: FxConverter, x: Arg) -> Value:
+def _t(cv: FxValues, x: Arg) -> Value:
     v = cv.tensor(x)
     return v if v.rank < 2 else cv.g.transpose(v)
 
 
 @converter(aten.permute.default)
-def _permute(cv: FxConverter, x: Arg, dims: Sequence[int]) -> Value:
+def _permute(cv: FxValues, x: Arg, dims: Sequence[int]) -> Value:
     v = cv.tensor(x)
     return cv.g.transpose(v, [d % v.rank for d in dims])
 
 
 @converter(aten.expand.default)
-def _expand(
-    cv: FxConverter, x: Arg, size: Sequence[int], implicit: bool = False
-) -> Value:
+def _expand(cv: FxValues, x: Arg, size: Sequence[int], implicit: bool = False) -> Value:
     v = cv.tensor(x)
     lead = len(size) - v.rank
     shape = [v.shape[k - lead] if d == -1 else int(d) for k, d in enumerate(size)]
@@ -779,7 +809,7 @@ def _expand(
 
 
 @converter(aten.cat.default, aten.concat.default)
-def _cat(cv: FxConverter, tensors: Sequence[Arg], dim: int = 0) -> Value:
+def _cat(cv: FxValues, tensors: Sequence[Arg], dim: int = 0) -> Value:
     """``tg.concat``; like PyTorch, a 1-D empty tensor next to others is skipped."""
     values = [cv.tensor(t) for t in tensors]
     rank = max(v.rank for v in values)
@@ -788,7 +818,7 @@ def _cat(cv: FxConverter, tensors: Sequence[Arg], dim: int = 0) -> Value:
 
 
 def _slice_dim(
-    cv: FxConverter, v: Value, dim: int, start: int | None, end: int | None, step: int
+    cv: FxValues, v: Value, dim: int, start: int | None, end: int | None, step: int
 ) -> Value:
     """``v[..., start:end:step, ...]`` on dimension ``dim`` (a view)."""
     d = dim % v.rank
@@ -801,7 +831,7 @@ def _slice_dim(
 
 @converter(aten.slice.Tensor)
 def _slice(
-    cv: FxConverter,
+    cv: FxValues,
     x: Arg,
     dim: int = 0,
     start: int | None = None,
@@ -812,14 +842,14 @@ def _slice(
 
 
 @converter(aten.narrow.default)
-def _narrow(cv: FxConverter, x: Arg, dim: int, start: int, length: int) -> Value:
+def _narrow(cv: FxValues, x: Arg, dim: int, start: int, length: int) -> Value:
     v = cv.tensor(x)
     begin = start % v.shape[dim % v.rank] if start < 0 else start
     return _slice_dim(cv, v, dim, begin, begin + length, 1)
 
 
 @converter(aten.select.int)
-def _select(cv: FxConverter, x: Arg, dim: int, index: int) -> Value:
+def _select(cv: FxValues, x: Arg, dim: int, index: int) -> Value:
     """``x[..., index, ...]``: a one-entry slice, then a reshape (both views) that
     drops the dimension."""
     v = cv.tensor(x)
@@ -834,7 +864,7 @@ def _select(cv: FxConverter, x: Arg, dim: int, index: int) -> Value:
     return cv.g.reshape(picked, [s for k, s in enumerate(v.shape) if k != d])
 
 
-def _pieces(cv: FxConverter, x: Arg, sizes: Sequence[int], dim: int) -> list[Value]:
+def _pieces(cv: FxValues, x: Arg, sizes: Sequence[int], dim: int) -> list[Value]:
     v = cv.tensor(x)
     pieces, offset = [], 0
     for size in sizes:
@@ -845,7 +875,7 @@ def _pieces(cv: FxConverter, x: Arg, sizes: Sequence[int], dim: int) -> list[Val
 
 @converter(aten.split.Tensor, aten.split_with_sizes.default)
 def _split(
-    cv: FxConverter, x: Arg, split_size: int | Sequence[int], dim: int = 0
+    cv: FxValues, x: Arg, split_size: int | Sequence[int], dim: int = 0
 ) -> list[Value]:
     """An int makes pieces of that size (the last one smaller); a list gives them."""
     v = cv.tensor(x)
@@ -859,7 +889,7 @@ def _split(
 
 
 @converter(aten.chunk.default)
-def _chunk(cv: FxConverter, x: Arg, chunks: int, dim: int = 0) -> list[Value]:
+def _chunk(cv: FxValues, x: Arg, chunks: int, dim: int = 0) -> list[Value]:
     v = cv.tensor(x)
     n = v.shape[dim % v.rank]
     step = max(-(-n // max(chunks, 1)), 1)
@@ -867,7 +897,7 @@ def _chunk(cv: FxConverter, x: Arg, chunks: int, dim: int = 0) -> list[Value]:
 
 
 @converter(aten.unbind.int)
-def _unbind(cv: FxConverter, x: Arg, dim: int = 0) -> list[Value]:
+def _unbind(cv: FxValues, x: Arg, dim: int = 0) -> list[Value]:
     v = cv.tensor(x)
     return [_select(cv, v, dim, k) for k in range(v.shape[dim % v.rank])]
 
@@ -882,14 +912,14 @@ def _unbind(cv: FxConverter, x: Arg, dim: int = 0) -> list[Value]:
 _INDEX_DTYPES = (torch.int32, torch.int64)
 
 
-def _index_value(cv: FxConverter, index: Arg) -> Value:
+def _index_value(cv: FxValues, index: Arg) -> Value:
     """An index tensor: a graph value, or a constant (an int buffer)."""
     return cv.tensor(index)
 
 
 @converter(aten.embedding.default, index_args=(1,))
 def _embedding(
-    cv: FxConverter,
+    cv: FxValues,
     weight: Arg,
     indices: Arg,
     padding_idx: int = -1,
@@ -902,13 +932,13 @@ def _embedding(
 
 
 @converter(aten.index_select.default, index_args=(2,))
-def _index_select(cv: FxConverter, x: Arg, dim: int, index: Arg) -> Value:
+def _index_select(cv: FxValues, x: Arg, dim: int, index: Arg) -> Value:
     return cv.g.take(cv.tensor(x), _index_value(cv, index), dim)
 
 
 @converter(aten.gather.default, index_args=(2,))
 def _gather(
-    cv: FxConverter, x: Arg, dim: int, index: Arg, sparse_grad: bool = False
+    cv: FxValues, x: Arg, dim: int, index: Arg, sparse_grad: bool = False
 ) -> Value:
     """``torch.gather``: ``tg.gather_elements``."""
     return cv.g.gather_elements(cv.tensor(x), _index_value(cv, index), dim)
@@ -926,7 +956,7 @@ def _check_index(*args: Any, **kwargs: Any) -> str | None:
 
 
 @converter(aten.index.Tensor, check=_check_index, index_args=(1,))
-def _index(cv: FxConverter, x: Arg, indices: Sequence[Arg | None]) -> Value:
+def _index(cv: FxValues, x: Arg, indices: Sequence[Arg | None]) -> Value:
     """``x[:, i]`` with one integer tensor ``i``: ``tg.take`` along its dimension."""
     (dim,) = [d for d, i in enumerate(indices) if i is not None]
     return cv.g.take(cv.tensor(x), _index_value(cv, indices[dim]), dim)

@@ -16,8 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from qidao.compiler.tune.task import Task, kernel_tasks, named_task
-from qidao.compiler.tune.templates import TEMPLATES
+from qidao.compiler.tune.task import Task, named_task
+from qidao.compiler.tune.templates import TEMPLATES, kernel_tasks
 from qidao.compiler.tune.tuner import Measurement, TuneResult, tune_task
 from qidao.tools.tune_report import compare_searches, format_comparison
 

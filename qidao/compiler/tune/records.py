@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from qidao.compiler.schedule import Schedule, ScheduleSpec, TraceEntry, parse_trace
-from qidao.compiler.tune.task import Task, kernel_tasks
+from qidao.compiler.tune.task import Task
+from qidao.compiler.tune.templates import kernel_tasks
 from qidao.passes.schedule.loops.nest import kernel_functions, replace_kernel
 
 VERSION = 1

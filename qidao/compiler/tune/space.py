@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from qidao.compiler.schedule import Schedule, ScheduleError
-from qidao.compiler.tune.task import Task, kernel_tasks
+from qidao.compiler.tune.task import Task, kernel_signatures
 from qidao.passes import all_passes
 
 KnobValue = int | str | bool
@@ -156,7 +156,11 @@ class Space:
         if self._module is None:
             schedule = Schedule.for_model(self.template.graph(self.task))
             self._module = schedule.module
-            self._kernel = next(iter(kernel_tasks(self._module)))
+            self._kernel = next(
+                name
+                for name, signature in kernel_signatures(self._module).items()
+                if self.template.matches(*signature)
+            )
         return self._module, self._kernel
 
     def trace(self, point: Point) -> str:

@@ -55,7 +55,7 @@ class Task:
         )
 
 
-def kernel_signature(fn: func.FuncOp) -> tuple[str, tuple[tuple[int, ...], ...], str]:
+def kernel_signature(fn: func.FuncOp) -> Signature:
     """The ``qd.kernel`` ops, argument shapes and element type of a kernel."""
     ops = fn.attributes.get(KERNEL_ATTR)
     ops_text = ops.data if isinstance(ops, StringAttr) else str(ops)
@@ -70,21 +70,20 @@ def kernel_signature(fn: func.FuncOp) -> tuple[str, tuple[tuple[int, ...], ...],
     return ops_text, tuple(shapes), dtype
 
 
-def kernel_tasks(module: ModuleOp) -> dict[str, Task]:
-    """Kernel name -> its task, for every kernel of an affine-stage module that a
-    template knows (see ``templates.TEMPLATES``)."""
-    from qidao.compiler.tune.templates import template_for
+Signature = tuple[str, tuple[tuple[int, ...], ...], str]
+"""A kernel's ``qd.kernel`` ops, argument shapes and element type."""
 
-    tasks: dict[str, Task] = {}
+
+def kernel_signatures(module: ModuleOp) -> dict[str, Signature]:
+    """Kernel name -> its signature, for every kernel of an affine-stage module
+    whose arguments are all memrefs."""
+    signatures: dict[str, Signature] = {}
     for name, fn in kernel_functions(module).items():
         try:
-            ops, shapes, dtype = kernel_signature(fn)
+            signatures[name] = kernel_signature(fn)
         except ValueError:
             continue
-        template = template_for(ops, shapes, dtype)
-        if template is not None:
-            tasks[name] = Task(template.kind, ops, shapes, dtype)
-    return tasks
+    return signatures
 
 
 _MATMUL = re.compile(r"matmul(\d+)(?:x(\d+)x(\d+))?")

@@ -29,8 +29,9 @@ import numpy as np
 from onnx import helper
 
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.load import DTYPES
+from qidao.frontend.onnx.node import Node
 from qidao.frontend.onnx.reduce import _reduce_axes, reduce_values
 
 

@@ -9,7 +9,8 @@ import numpy as np
 from onnx import numpy_helper
 
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
+from qidao.frontend.onnx.node import Node
 
 _BINARY: dict[str, Callable[[Graph, Value, Value], Value]] = {
     "Add": Graph.add,

@@ -32,7 +32,8 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from qidao.frontend.builder import Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter, folder
+from qidao.frontend.onnx.importer import Array, Importer, converter, folder
+from qidao.frontend.onnx.node import Node
 from qidao.frontend.onnx.shape import onnx_slice, reshape_target
 
 # ---- operand helpers --------------------------------------------------------------

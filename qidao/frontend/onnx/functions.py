@@ -43,17 +43,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper
 
+from qidao.frontend.builder import Value
 from qidao.frontend.errors import ConstantRequiredError, UnsupportedOpsError
 from qidao.frontend.onnx.load import node_label
-
-if TYPE_CHECKING:
-    from qidao.frontend.onnx.importer import Importer, Node
+from qidao.frontend.onnx.node import Node
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -348,20 +347,23 @@ class _ModelTypes:
 
 
 def expand(
-    im: Importer,
+    env: Mapping[str, Value | np.ndarray[Any, Any]],
+    taken: Collection[str],
     node: Node,
     supported: Collection[str],
     convert: Callable[[Node], None],
 ) -> None:
     """Convert ``node`` (an op without converter or folder) through its function
     body: bind the body to the node, then ``convert`` each inner node (an inner
-    function op expands in turn). An op without a function, or a body with an op
-    qidao cannot convert, is an ``UnsupportedOpsError``."""
+    function op expands in turn), which adds its outputs to ``env`` (the importer's
+    values by ONNX name; ``taken``: every name the model uses). An op without a
+    function, or a body with an op qidao cannot convert, is an
+    ``UnsupportedOpsError``."""
     name = node_label(node.proto, node.index)
-    prefix = _unique_prefix(im, f"{name}/{node.op_type}/")
+    prefix = _unique_prefix(taken, f"{name}/{node.op_type}/")
 
     def types(value: str) -> onnx.TypeProto | None:
-        return _env_type(im, value)
+        return _env_type(env, value)
 
     expansion = expanded_nodes(node.proto, node.opset, prefix, types)
     if expansion is None:
@@ -378,24 +380,23 @@ def expand(
             )
             convert(inner)
     except ConstantRequiredError as e:  # name the node's inputs the values come from
-        runtime = [n for n, v in im.env.items() if not isinstance(v, np.ndarray)]
+        runtime = [n for n, v in env.items() if not isinstance(v, np.ndarray)]
         sources = _sources(nodes, e.names, set(runtime))
         raise ConstantRequiredError(str(e), sources) from None
     except UnsupportedOpsError as e:  # a nested context-dependent body
         raise UnsupportedOpsError(
             {expanded_key(node.op_type, [op]): [name] for op in e.ops}
         ) from None
-    missing = [o for o in node.proto.output if o and o not in im.env]
+    missing = [o for o in node.proto.output if o and o not in env]
     if missing:
         raise node.error(
             f"the function body of {node.op_type} defines no output {missing}"
         )
 
 
-def _unique_prefix(im: Importer, base: str) -> str:
+def _unique_prefix(taken: Collection[str], base: str) -> str:
     """``base``, or ``base`` with a counter when a model value already starts
     with it."""
-    taken = [*im.env, *im.inferred]
     prefix, count = base, 0
     while any(name.startswith(prefix) for name in taken):
         count += 1
@@ -403,9 +404,11 @@ def _unique_prefix(im: Importer, base: str) -> str:
     return prefix
 
 
-def _env_type(im: Importer, name: str) -> onnx.TypeProto | None:
+def _env_type(
+    env: Mapping[str, Value | np.ndarray[Any, Any]], name: str
+) -> onnx.TypeProto | None:
     """The type of an imported value (graph value or constant), or None."""
-    entry = im.env.get(name)
+    entry = env.get(name)
     if entry is None:
         return None
     try:

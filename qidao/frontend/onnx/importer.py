@@ -15,7 +15,6 @@ and meets a runtime input with an ``OnnxImportError`` naming the node.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,10 +33,10 @@ from qidao.frontend.onnx.load import (
     infer_shapes,
     input_shape,
     load_model,
-    node_label,
     static_shape,
     with_input_shapes,
 )
+from qidao.frontend.onnx.node import Node
 
 Array = npt.NDArray[Any]
 Converter = Callable[["Importer", "Node"], list[Value | Array]]
@@ -131,35 +130,6 @@ def with_constants(proto: Any, constants: Mapping[str, Array]) -> Any:
     return proto
 
 
-@dataclass
-class Node:
-    """One ONNX node with its attributes decoded, for converters."""
-
-    proto: Any
-    index: int
-    opset: int
-    attrs: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def op_type(self) -> str:
-        return str(self.proto.op_type)
-
-    @property
-    def label(self) -> str:
-        name = node_label(self.proto, self.index)
-        return f"{self.op_type} node '{name}'"
-
-    @property
-    def inputs(self) -> list[str]:
-        return [str(i) for i in self.proto.input]
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        return self.attrs.get(name, default)
-
-    def error(self, message: str) -> OnnxImportError:
-        return OnnxImportError(f"{self.label}: {message}")
-
-
 class Importer:
     """Walks the nodes of a shape-inferred model, building a tg graph."""
 
@@ -225,7 +195,9 @@ class Importer:
         if node.op_type not in CONVERTERS and node.op_type not in FOLDERS:
             # an op ONNX defines as a function of other ops: convert its body
             supported = CONVERTERS.keys() | FOLDERS.keys()
-            functions.expand(self, node, supported, self._convert)
+            functions.expand(
+                self.env, [*self.env, *self.inferred], node, supported, self._convert
+            )
             return
         try:
             results = self._evaluate(node)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from qidao.frontend.builder import Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
+from qidao.frontend.onnx.node import Node
 
 
 @converter("MatMul")

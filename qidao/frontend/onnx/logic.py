@@ -23,7 +23,8 @@ import numpy as np
 from onnx import helper
 
 from qidao.frontend.builder import Graph, TensorLike, Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
+from qidao.frontend.onnx.node import Node
 
 _COMPARE: dict[str, Callable[[Graph, TensorLike, TensorLike], Value]] = {
     "Less": Graph.less,

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
+from qidao.frontend.onnx.node import Node
 
 Axis = tuple[int, int, int, int, int]
 """One spatial axis of a pool window: ``(kernel, stride, dilation, pad_begin,

@@ -19,7 +19,8 @@ import math
 from onnx import TensorProto
 
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
+from qidao.frontend.onnx.node import Node
 
 
 def _axis(node: Node, axis: int, rank: int) -> int:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter
+from qidao.frontend.onnx.importer import Array, Importer, converter
+from qidao.frontend.onnx.node import Node
 
 
 def _reduce_axes(im: Importer, node: Node, axes_input_from: int) -> list[int] | None:

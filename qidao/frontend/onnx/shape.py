@@ -20,7 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from qidao.frontend.builder import Value
-from qidao.frontend.onnx.importer import Array, Importer, Node, converter, folder
+from qidao.frontend.onnx.importer import Array, Importer, converter, folder
+from qidao.frontend.onnx.node import Node
 
 
 @converter("Transpose")
