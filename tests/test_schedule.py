@@ -277,7 +277,7 @@ def test_compile_takes_trace_text_and_records_it() -> None:
 
 def test_bad_trace_text_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"expected s\.<primitive>"):
-        parse_trace('s.tile("k", "i")')
+        parse_trace('s.swizzle("k", "i")')
     with pytest.raises(ValueError, match="not a schedule primitive"):
         parse_trace("fuse")
 

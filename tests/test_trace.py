@@ -96,7 +96,7 @@ def test_wrong_argument_count_names_the_primitive() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('s.tile("k", "i")', r"expected s\.<primitive>"),
+        ('s.swizzle("k", "i")', r"expected s\.<primitive>"),
         ("fuse", "not a schedule primitive's pass"),
         ("not a schedule", "neither Python .* nor a pipeline"),
         ('s.split("k", "i")', "line 1: split: 'factor' is missing"),

@@ -81,6 +81,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
         (
             _graph("fold-constants"),
             _graph("simplify"),
+            _graph("collapse-unary"),
             _graph("cse"),
             _graph("layout"),
             Step("materialize-padding"),
@@ -150,7 +151,7 @@ PIPELINES: dict[str, tuple[Stage, ...]] = {
             "cuda",
             (),
             "CUDA C and, as comments, the launch plan",
-            made_by="`qidao/compiler/targets/cuda/emit.py`",
+            made_by="`qidao/compiler/targets/cuda/emit/`",
             text=True,
         ),
     ),

@@ -141,6 +141,21 @@ class Schedule:
         """Permute a perfectly nested band into the order ``loops`` (outermost
         first; see ``qidao/passes/schedule/reorder.py`` for the legality rule)."""
 
+    @primitive("tile")
+    def tile(
+        self,
+        kernel: str,
+        outer: str,
+        inner: str,
+        outer_factor: int,
+        inner_factor: int,
+    ) -> tuple[str, str, str, str]:
+        """Tile ``outer`` x ``inner`` (``inner`` directly inside ``outer``) by
+        ``outer_factor`` x ``inner_factor``: ``split`` both, ``reorder`` to
+        ``<outer>_o, <inner>_o, <outer>_i, <inner>_i`` (see
+        ``qidao/passes/schedule/tile.py``); returns those names."""
+        return f"{outer}_o", f"{inner}_o", f"{outer}_i", f"{inner}_i"
+
     @primitive("loop-fuse")
     def fuse(self, kernel: str, outer: str, inner: str) -> str:
         """Fuse ``inner``, perfectly nested in ``outer``, into one loop

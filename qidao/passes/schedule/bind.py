@@ -38,7 +38,7 @@ nest, and takes one iteration of each bound loop. So a GPU binding is legal when
    writes a buffer allocated outside it (each thread would write its own copy).
    The CUDA emitter shares a ``cache_read`` buffer of that outside code among a
    block's threads (``__shared__``, copied cooperatively, with barriers), which
-   keeps these semantics; see ``qidao/compiler/targets/cuda/emit.py``.
+   keeps these semantics; see ``qidao/compiler/targets/cuda/emit/``.
 5. GPU axes and ``threads`` do not mix in one kernel.
 
 Rule 3 bounds the counters of serial loops by their ranges, so it is

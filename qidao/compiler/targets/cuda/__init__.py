@@ -25,9 +25,9 @@ block after block, a block's threads as threads so that ``__shared__`` memory an
 ``__syncthreads()`` work (see ``qidao.runtime.cuda.EmulatedDevice``): for tests.
 
 A ``cache_read`` inside a ``blockIdx`` loop and outside the ``threadIdx`` loops is
-staged in ``__shared__`` memory by the block's threads (see ``emit.py``).
+staged in ``__shared__`` memory by the block's threads (see ``emit/``).
 
-The files: ``target.py`` (what the driver asks of a target), ``emit.py`` (CUDA C
+The files: ``target.py`` (what the driver asks of a target), ``emit/`` (CUDA C
 and the launch plan), ``staging.py`` (``__shared__`` tiles), ``defaults.py`` (the
 default GPU schedules), ``compiled.py`` (the compiled object).
 """

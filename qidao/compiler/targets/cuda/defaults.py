@@ -5,7 +5,7 @@ Like the CPU defaults (``qidao/compiler/targets/cpu/defaults/``) they are made o
 primitives, so the result is an ordinary trace (``compiled.stats["schedule"]``)
 that prints, replays and can be edited; ``compiled.stats["default_schedule"]``
 says what each kernel got, or why it got nothing. Each top-level loop nest of a
-kernel is one launch (``emit.py``), so each nest is scheduled on its own:
+kernel is one launch (``emit/``), so each nest is scheduled on its own:
 
 ============  =====================================================================
 kind          default

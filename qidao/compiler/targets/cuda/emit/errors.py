@@ -1,0 +1,5 @@
+"""The one error of the CUDA emitter (every module of ``emit/`` raises it)."""
+
+
+class CudaEmitError(ValueError):
+    """The module cannot be emitted as CUDA C: names the kernel, the op, the reason."""
