@@ -9,6 +9,10 @@ Backends:
 - ``torch``: PyTorch eager on torch tensors (the baseline).
 - ``qidao``: the compiled model called as a user calls it (argument checks, output
   allocation included).
+- ``qidao:SCHEDULE``: the same with another schedule than the default one:
+  ``qidao:none`` (the loops as lowered) or ``qidao:PATH`` (the trace in the file
+  PATH, as ``s.split(...)`` lines or a pipeline). Several of them in one run put
+  schedules side by side, each against the same PyTorch median.
 - ``qidao-raw``: the same native function through a bare ctypes call on integer
   addresses of preallocated buffers: the floor that ``qidao`` pays its checks and
   its output allocation on top of.
@@ -45,6 +49,32 @@ from typing import Any
 import numpy as np
 
 BACKENDS = ("torch", "qidao", "qidao-raw", "numpy", "onnxruntime")
+"""The backends; ``qidao:SCHEDULE`` adds a qidao backend with that schedule."""
+
+
+def check_backend(backend: str) -> str:
+    """``backend`` if it is one (a ``qidao:PATH``'s file must exist), else a
+    ValueError listing them."""
+    if backend in BACKENDS:
+        return backend
+    _, colon, spec = backend.partition(":")
+    if backend.startswith("qidao:") and (spec == "none" or Path(spec).is_file()):
+        return backend
+    if colon and backend.startswith("qidao:"):
+        raise ValueError(f"backend '{backend}': no trace file '{spec}'")
+    raise ValueError(
+        f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}, "
+        "qidao:none or qidao:PATH (a schedule trace file)"
+    )
+
+
+def schedule_of(backend: str) -> Any:
+    """The ``schedule=`` a qidao backend compiles with: the default, None for
+    ``qidao:none``, or the text of ``qidao:PATH``'s file."""
+    spec = backend.partition(":")[2]
+    if not spec:
+        return "default"
+    return None if spec == "none" else Path(spec).read_text()
 
 
 @dataclass(frozen=True)
@@ -138,16 +168,18 @@ def run_worker(
                 return example.torch_fn(*args)
 
             times = time_calls(call, min_time, max_runs)
-    elif backend in ("qidao", "qidao-raw"):
+    elif backend in ("qidao", "qidao-raw") or backend.startswith("qidao:"):
         import qidao
         from qidao import Compiled
 
         start = time.perf_counter()
-        compiled = qidao.compile(example.build(), threads=threads)
+        compiled = qidao.compile(
+            example.build(), threads=threads, schedule=schedule_of(backend)
+        )
         compile_s = time.perf_counter() - start
         assert isinstance(compiled, Compiled)  # a builder graph: the CPU target
         _check(workload, backend, compiled(*inputs), want, example.tolerance)
-        if backend == "qidao":
+        if backend != "qidao-raw":
             times = time_calls(lambda: compiled(*inputs), min_time, max_runs)
         else:
             outs = [np.empty(s.shape, s.dtype) for s in compiled.outputs]
@@ -343,14 +375,16 @@ def write_csv(results: Sequence[Result], path: Path) -> None:
 
 def format_table(results: Sequence[Result]) -> str:
     ratio = speedups(results)
+    w = max([10, *(len(r.workload) for r in results)])
+    b = max([10, *(len(r.backend) for r in results)])
     rows = [
-        f"{'workload':<10} {'backend':<10} {'thr':>3} {'median':>12} {'vs torch':>9} "
-        f"{'GB/s':>7} {'GFLOP/s':>8} {'runs':>6} {'compile':>8}"
+        f"{'workload':<{w}} {'backend':<{b}} {'thr':>3} {'median':>12} "
+        f"{'vs torch':>9} {'GB/s':>7} {'GFLOP/s':>8} {'runs':>6} {'compile':>8}"
     ]
     for r in results:
         if r.error:
             rows.append(
-                f"{r.workload:<10} {r.backend:<10} {r.threads:>3}  FAILED: {r.error}"
+                f"{r.workload:<{w}} {r.backend:<{b}} {r.threads:>3}  FAILED: {r.error}"
             )
             continue
         s = ratio.get((r.workload, r.backend))
@@ -361,7 +395,7 @@ def format_table(results: Sequence[Result]) -> str:
         )
         gb, gf = r.gb_per_s, r.gflop_per_s
         rows.append(
-            f"{r.workload:<10} {r.backend:<10} {r.threads:>3} {median:>12} "
+            f"{r.workload:<{w}} {r.backend:<{b}} {r.threads:>3} {median:>12} "
             f"{'' if s is None else f'{s:.2f}x':>9} "
             f"{'' if gb is None else f'{gb:.1f}':>7} "
             f"{'' if gf is None else f'{gf:.1f}':>8} {r.runs:>6} "

@@ -57,7 +57,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     )
     text = compiled.ir(args.emit)
     if args.output:
-        Path(args.output).write_text(text)
+        Path(args.output).write_text(text.rstrip("\n") + "\n")
     else:
         print(text)
     return 0
@@ -116,18 +116,19 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from qidao.tools.bench import BACKENDS, format_table, run_bench
+    from qidao.tools.bench import BACKENDS, check_backend, format_table, run_bench
     from qidao.tools.examples import EXAMPLES
 
     if "ladder" in args.workloads:  # the special workload: the schedule ladder
         return cmd_bench_ladder(args)
     unknown = [w for w in args.workloads if w not in EXAMPLES]
-    bad_backends = [b for b in args.backends or () if b not in BACKENDS]
-    if unknown or bad_backends:
+    if unknown:
         raise ValueError(
-            f"unknown workload(s) {unknown} or backend(s) {bad_backends}; workloads: "
-            f"{', '.join(EXAMPLES)}; backends: {', '.join(BACKENDS)}"
+            f"unknown workload(s) {', '.join(unknown)}; the workloads are: "
+            f"{', '.join(EXAMPLES)}"
         )
+    for backend in args.backends or ():
+        check_backend(backend)
     results = run_bench(
         args.workloads or ["chain", "call16"],
         backends=args.backends or BACKENDS,
@@ -274,7 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--backends",
         nargs="*",
-        help="torch, qidao, qidao-raw, numpy, onnxruntime (default: all that apply)",
+        help="torch, qidao, qidao-raw, numpy, onnxruntime (default: all that apply); "
+        "qidao:none or qidao:PATH: qidao with no schedule or the trace in PATH",
     )
     p.add_argument(
         "--plot",

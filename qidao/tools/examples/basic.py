@@ -210,6 +210,34 @@ def _erf_torch(x: Any) -> Any:
     return torch.erf(x)
 
 
+TRANSPOSE_N = 2048
+
+
+def _transpose_graph() -> Graph:
+    """y = x transposed, as a row-major copy: one kernel whose loads walk down the
+    columns of x (``tile`` blocks it for the cache; see docs/tutorial.md)."""
+    g = Graph("main")
+    x = g.input("x", (TRANSPOSE_N, TRANSPOSE_N))
+    g.output(g.contiguous(g.transpose(x, (1, 0))))
+    return g
+
+
+def _transpose_inputs(rng: np.random.Generator) -> Arrays:
+    return [rng.standard_normal((TRANSPOSE_N, TRANSPOSE_N), dtype=np.float32)]
+
+
+def _transpose_reference(x: Any) -> Arrays:
+    return [np.ascontiguousarray(x.T)]
+
+
+def _transpose_torch(x: Any) -> Any:
+    return x.t().contiguous()
+
+
+def _transpose_numpy(x: Any, out: Any) -> None:
+    np.copyto(out, x.T)
+
+
 BASIC_EXAMPLES: tuple[Example, ...] = (
     Example(
         "book",
@@ -271,6 +299,16 @@ BASIC_EXAMPLES: tuple[Example, ...] = (
         _small_inputs,
         _small_reference,
         _small_torch,
+    ),
+    Example(
+        "transpose",
+        "y = x transposed into a row-major copy, 2048x2048 float32",
+        _transpose_graph,
+        _transpose_inputs,
+        _transpose_reference,
+        _transpose_torch,
+        bytes_per_call=2 * 4 * TRANSPOSE_N * TRANSPOSE_N,
+        numpy_fn=_transpose_numpy,
     ),
     Example(
         "erf",
