@@ -79,15 +79,7 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, func, memref
 from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-    AffineSymExpr,
-)
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
@@ -96,6 +88,7 @@ from qidao.passes.schedule.loops.errors import (
     InvalidArgumentError,
     NotPerfectlyNestedError,
 )
+from qidao.passes.schedule.loops.linear import Linear, linear_form
 from qidao.passes.schedule.loops.nest import (
     find_kernel,
     find_loop,
@@ -123,9 +116,6 @@ ASSOCIATIVE = (
 )
 """Associative and commutative updates: an accumulation by one of them may run in
 any order (for floats up to rounding)."""
-
-Linear = dict[SSAValue | None, int]
-"""A linear index expression: value -> coefficient (None: the constant term)."""
 
 
 def reorder_loops(module: ModuleOp, kernel: str, order: Sequence[str]) -> None:
@@ -300,43 +290,6 @@ def _written_memrefs(top: affine.ForOp) -> set[object]:
     }
 
 
-def _linear(
-    expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int
-) -> Linear | None:
-    """``expr`` over ``operands`` as value -> coefficient, or None if not linear."""
-    match expr:
-        case AffineConstantExpr():
-            return {None: expr.value}
-        case AffineDimExpr():
-            return _linear_value(operands[expr.position])
-        case AffineSymExpr():
-            return _linear_value(operands[num_dims + expr.position])
-        case AffineBinaryOpExpr():
-            lhs = _linear(expr.lhs, operands, num_dims)
-            rhs = _linear(expr.rhs, operands, num_dims)
-            if lhs is None or rhs is None:
-                return None
-            if expr.kind == AffineBinaryOpKind.Add:
-                total = dict(lhs)
-                for key, coefficient in rhs.items():
-                    total[key] = total.get(key, 0) + coefficient
-                return {k: c for k, c in total.items() if c != 0}
-            if expr.kind == AffineBinaryOpKind.Mul:
-                for factor, other in ((lhs, rhs), (rhs, lhs)):
-                    if set(factor) <= {None}:
-                        scale = factor.get(None, 0)
-                        return {k: c * scale for k, c in other.items() if c * scale}
-    return None
-
-
-def _linear_value(value: SSAValue) -> Linear | None:
-    op = value.owner
-    if isinstance(op, affine.ApplyOp):
-        (expr,) = op.map.data.results
-        return _linear(expr, list(op.mapOperands), op.map.data.num_dims)
-    return {value: 1}
-
-
 @dataclass
 class _Access:
     op: affine.LoadOp | affine.StoreOp
@@ -347,7 +300,11 @@ def _access(op: affine.LoadOp | affine.StoreOp) -> _Access:
     affine_map: AffineMap = op.map.data
     operands = list(op.indices)
     return _Access(
-        op, [_linear(r, operands, affine_map.num_dims) for r in affine_map.results]
+        op,
+        [
+            linear_form(r, operands, affine_map.num_dims, through_apply=True)
+            for r in affine_map.results
+        ],
     )
 
 

@@ -45,7 +45,8 @@ contraction makes of ``acc + a * b``); the accumulator is used by that op only, 
 the result only by the yield (or the store back). Max and min are exact in any order;
 float add is not associative, so W partial sums and a tree (``passes/cpu/llvm/vector.py``) round
 differently from one left-to-right sum, as the ``reorder`` pass already allows for
-pure accumulations (and as every vectorized BLAS dot product does).
+pure accumulations (and as every vectorized BLAS dot product does). The
+accumulations are recognized and carried by ``_vectorize_reductions.py``.
 
     for j in [0, N)                            acc_v = splat(-0.0)
       acc = acc + x[j]              ==>        for j in [0, N/W*W) step W
@@ -142,15 +143,13 @@ affine.store %sum_1, %out[0] : memref<1xf32>
 
 from __future__ import annotations
 
-import math as pymath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, math, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
-    FloatAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -158,8 +157,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
     AffineConstantExpr,
     AffineDimExpr,
     AffineExpr,
@@ -168,12 +165,21 @@ from xdsl.ir.affine import (
 )
 from xdsl.passes import ModulePass
 
+from qidao.passes.schedule._vectorize_reductions import (
+    Reduction,
+    fold_accumulators,
+    memory_reduction,
+    register_reduction,
+    start_accumulators,
+)
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
 )
+from qidao.passes.schedule.loops.linear import coefficient
 from qidao.passes.schedule.loops.nest import (
     LOOP_ATTR,
+    access_indices,
     check_new_names,
     find_loop,
     iv,
@@ -215,43 +221,7 @@ LANEWISE: tuple[type[Operation], ...] = (
 """Float ops applied lane by lane, so the vector op is the same op on vectors
 (``extf``/``truncf`` too: an f16 kernel computes in f32 between them)."""
 
-REDUCIBLE: dict[type[Operation], tuple[vector.CombiningKindFlag, float]] = {
-    arith.AddfOp: (vector.CombiningKindFlag.ADD, -0.0),
-    math.FmaOp: (vector.CombiningKindFlag.ADD, -0.0),  # fma(a, b, acc) = acc + a*b
-    arith.MaximumfOp: (vector.CombiningKindFlag.MAXIMUMF, -pymath.inf),
-    arith.MinimumfOp: (vector.CombiningKindFlag.MINIMUMF, pymath.inf),
-    arith.MaxnumfOp: (vector.CombiningKindFlag.MAXNUMF, -pymath.inf),
-    arith.MinnumfOp: (vector.CombiningKindFlag.MINNUMF, pymath.inf),
-}
-"""The ops an accumulation may combine with, their ``vector.reduction`` kind and
-identity (``-0.0`` for add: ``-0.0 + x == x`` for every x, ``-0.0`` included)."""
-
-
 # --- legality ---------------------------------------------------------------------
-
-
-def _coefficient(expr: AffineExpr, dims: set[int], syms: set[int]) -> int | None:
-    """The coefficient of the loop's variable (dimensions ``dims``, symbols ``syms``)
-    in ``expr``, or None when ``expr`` is not affine-linear in it."""
-    if isinstance(expr, AffineDimExpr):
-        return 1 if expr.position in dims else 0
-    if isinstance(expr, AffineSymExpr):
-        return 1 if expr.position in syms else 0
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return 0
-    lhs = _coefficient(expr.lhs, dims, syms)
-    rhs = _coefficient(expr.rhs, dims, syms)
-    if lhs is None or rhs is None:
-        return None
-    if expr.kind == AffineBinaryOpKind.Add:
-        return lhs + rhs
-    if expr.kind == AffineBinaryOpKind.Mul:
-        if isinstance(expr.rhs, AffineConstantExpr):
-            return lhs * expr.rhs.value
-        if isinstance(expr.lhs, AffineConstantExpr):
-            return rhs * expr.lhs.value
-        return None if lhs or rhs else 0
-    return None if lhs or rhs else 0
 
 
 def _access_kind(
@@ -277,10 +247,9 @@ def _access_kind(
                 f"a {what} {t} has an index computed inside the loop",
             )
     num_dims = op.map.data.num_dims
-    at = [k for k, value in enumerate(indices) if value is variable]
-    dims = {k for k in at if k < num_dims}
-    syms = {k - num_dims for k in at if k >= num_dims}
-    coefficients = [_coefficient(e, dims, syms) for e in op.map.data.results]
+    coefficients = [
+        coefficient(e, indices, num_dims, variable) for e in op.map.data.results
+    ]
     if all(c == 0 for c in coefficients):
         return "invariant"
     strides = t.get_strides()
@@ -311,69 +280,12 @@ def _defined_in(value: SSAValue, loop: affine.ForOp) -> bool:
     return False
 
 
-def _same_access(
-    a: affine.LoadOp | affine.StoreOp, b: affine.LoadOp | affine.StoreOp
-) -> bool:
-    return (
-        a.map.data == b.map.data
-        and len(a.indices) == len(b.indices)
-        and all(x is y for x, y in zip(a.indices, b.indices, strict=True))
-    )
-
-
-def _hint(value: SSAValue, suffix: str) -> str | None:
-    """A name for a value made from ``value``: its name plus ``suffix``."""
-    return None if value.name_hint is None else value.name_hint + suffix
-
-
-def _sole_user(value: SSAValue) -> Operation | None:
-    """The op that uses ``value``, when exactly one use exists."""
-    return value.get_user_of_unique_use() if value.has_one_use() else None
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """One accumulation the loop carries: ``acc`` (an iter_arg of the loop, or the
-    result of an invariant ``load`` that ``store`` writes back) is used once, by a
-    combining op of kind ``kind`` whose result is used once (by the yield or the
-    store)."""
-
-    acc: SSAValue
-    kind: vector.CombiningKindFlag
-    identity: float
-    position: int | None = None
-    """The iter_args position (register form), or None (memory form)."""
-    load: affine.LoadOp | None = None
-    store: affine.StoreOp | None = None
-
-
-def _combining_op(acc: SSAValue, block: Block) -> Operation | None:
-    """The reducible op in ``block`` that uses ``acc`` as its accumulator."""
-    user = _sole_user(acc)
-    if user is None or user.parent is not block or type(user) not in REDUCIBLE:
-        return None
-    if isinstance(user, math.FmaOp) and user.c is not acc:
-        return None  # acc * b + c is not an accumulation into acc
-    if not all(isinstance(v.type, AnyFloat) for v in user.results):
-        return None
-    return user
-
-
 def _register_reductions(loop: affine.ForOp, kernel: str, name: str) -> list[Reduction]:
     """Every iter_arg must be an accumulation; one Reduction each, in order."""
-    block = loop.body.block
-    terminator = block.last_op
-    assert isinstance(terminator, affine.YieldOp)
     found: list[Reduction] = []
-    for k, acc in enumerate(block.args[1:]):
-        op = _combining_op(acc, block)
-        result = op.results[0] if op is not None else None
-        if (
-            op is None
-            or result is None
-            or _sole_user(result) is not terminator
-            or terminator.operands[k] is not result
-        ):
+    for k in range(len(loop.body.block.args) - 1):
+        reduction = register_reduction(loop, k)
+        if reduction is None:
             raise IllegalScheduleError(
                 PRIMITIVE,
                 kernel,
@@ -382,8 +294,7 @@ def _register_reductions(loop: affine.ForOp, kernel: str, name: str) -> list[Red
                 "addf/maximumf/minimumf/maxnumf/minnumf/fma of the carried value "
                 "whose result only the yield uses)",
             )
-        kind, identity = REDUCIBLE[type(op)]
-        found.append(Reduction(acc, kind, identity, position=k))
+        found.append(reduction)
     return found
 
 
@@ -391,29 +302,17 @@ def _memory_reduction(
     store: affine.StoreOp, loads: list[affine.LoadOp], kernel: str, name: str
 ) -> Reduction:
     """The accumulation that the invariant ``store`` writes, or an error."""
-    block = store.parent
-    assert block is not None
-    op = store.value.owner
-    same_memref = [load for load in loads if load.memref is store.memref]
-    if (
-        isinstance(op, Operation)
-        and type(op) in REDUCIBLE
-        and _sole_user(store.value) is store
-        and len(same_memref) == 1
-        and _same_access(same_memref[0], store)
-        and _combining_op(same_memref[0].result, block) is op
-    ):
-        load = same_memref[0]
-        kind, identity = REDUCIBLE[type(op)]
-        return Reduction(load.result, kind, identity, load=load, store=store)
-    raise IllegalScheduleError(
-        PRIMITIVE,
-        kernel,
-        name,
-        f"a store to {store.memref.type} writes the same element every iteration "
-        "but is not a pure accumulation (acc = acc + x, or max/min, the loaded "
-        "value used only there and the memref accessed nowhere else in the loop)",
-    )
+    reduction = memory_reduction(store, loads)
+    if reduction is None:
+        raise IllegalScheduleError(
+            PRIMITIVE,
+            kernel,
+            name,
+            f"a store to {store.memref.type} writes the same element every iteration "
+            "but is not a pure accumulation (acc = acc + x, or max/min, the loaded "
+            "value used only there and the memref accessed nowhere else in the loop)",
+        )
+    return reduction
 
 
 @dataclass(frozen=True)
@@ -547,8 +446,9 @@ def check_vectorizable(loop: affine.ForOp, kernel: str, name: str, width: int) -
         if kinds[store] == "invariant":
             reductions.append(_memory_reduction(store, loads, kernel, name))
             continue
+        stored_at = access_indices(store)
         for load in loads:
-            if load.memref is store.memref and not _same_access(load, store):
+            if load.memref is store.memref and access_indices(load) != stored_at:
                 raise IllegalScheduleError(
                     PRIMITIVE,
                     kernel,
@@ -573,7 +473,7 @@ def contract(block: Block) -> None:
             if (
                 not isinstance(mul, arith.MulfOp)
                 or mul.parent is not block
-                or _sole_user(operand) is not op
+                or operand.get_user_of_unique_use() is not op
             ):
                 continue
             fma = math.FmaOp(mul.lhs, mul.rhs, op.operands[1 - k])
@@ -647,121 +547,118 @@ def _tail_lower(
     return _compact((bounds.lower, stop), operands)
 
 
-def vectorize_loop(module: ModuleOp, kernel: str, loop: str, width: int) -> None:
-    """Vectorize ``loop`` of ``kernel`` by ``width`` lanes (see the module doc)."""
-    if width < 1:
-        raise InvalidArgumentError(
-            PRIMITIVE, kernel, loop, f"width must be at least 1, got {width}"
-        )
-    fn, target = find_loop(module, PRIMITIVE, kernel, loop)
-    plan = check_vectorizable(target, kernel, loop, width)
-    bounds = plan.bounds
-    tail_name = loop + TAIL_SUFFIX
-    if bounds.tail:
-        check_new_names(fn, [tail_name], PRIMITIVE, kernel, loop)
-    # Legal: from here on nothing raises.
-    outer = target.parent
-    assert outer is not None
-    body = target.body.block
-    contract(body)
-    tail = target.clone() if bounds.tail else None
+@dataclass
+class _Lanes:
+    """The vector of each scalar value of the loop body: ``vectors`` holds those of
+    the body's values (filled as the body is rewritten); a value defined outside the
+    loop is broadcast once, right before it (``splats``)."""
 
-    # Constants inside the loop move before it: they are invariant scalars.
-    for op in list(body.ops):
+    loop: affine.ForOp
+    width: int
+    vectors: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    splats: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+    def vector_type(self, element: Attribute) -> VectorType:
+        """``vector<W x element>``."""
+        return VectorType(element, [self.width])
+
+    def of(self, value: SSAValue) -> SSAValue:
+        """The vector of ``value``: its vector form, or its broadcast."""
+        if value in self.vectors:
+            return self.vectors[value]
+        if value not in self.splats:
+            splat = vector.BroadcastOp(value, self.vector_type(value.type))
+            splat.vector.name_hint = value.name_hint
+            outer = self.loop.parent
+            assert outer is not None
+            outer.insert_op_before(splat, self.loop)
+            self.splats[value] = splat.vector
+        return self.splats[value]
+
+
+def _hoist_constants(loop: affine.ForOp) -> None:
+    """Move the constants of the body before the loop: they are invariant scalars."""
+    outer = loop.parent
+    assert outer is not None
+    for op in list(loop.body.block.ops):
         if isinstance(op, arith.ConstantOp):
             op.detach()
-            outer.insert_op_before(op, target)
+            outer.insert_op_before(op, loop)
 
-    vectors: dict[SSAValue, SSAValue] = {}
-    splats: dict[SSAValue, SSAValue] = {}
-    scalar: list[Operation] = []
 
-    def vector_type(t: Attribute) -> VectorType:
-        return VectorType(t, [width])
+def _vectorize_op(op: Operation, plan: Plan, lanes: _Lanes) -> bool:
+    """Put the vector form of body op ``op`` next to it; True when ``op`` must go
+    (all but an invariant load, which stays and is broadcast after it)."""
+    block = op.parent
+    assert block is not None
+    if any(op is r.load or op is r.store for r in plan.reductions):
+        return True  # the accumulator is a vector iter_arg now
+    if isinstance(op, affine.LoadOp) and plan.kinds[op] == "invariant":
+        splat = vector.BroadcastOp(op.result, lanes.vector_type(op.result.type))
+        splat.vector.name_hint = op.result.name_hint
+        block.insert_op_after(splat, op)
+        lanes.vectors[op.result] = splat.vector
+        return False
+    if isinstance(op, affine.LoadOp):  # contiguous
+        load = vector.LoadOp(
+            op.memref, _index_values(op, op), lanes.vector_type(op.result.type)
+        )
+        load.result.name_hint = op.result.name_hint
+        block.insert_op_before(load, op)
+        lanes.vectors[op.result] = load.result
+        return True
+    if isinstance(op, affine.StoreOp):  # contiguous
+        store = vector.StoreOp(lanes.of(op.value), op.memref, _index_values(op, op))
+        block.insert_op_before(store, op)
+        return True
+    new = type(op).create(  # lanewise
+        operands=[lanes.of(v) for v in op.operands],
+        result_types=[lanes.vector_type(r.type) for r in op.results],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    for old, result in zip(op.results, new.results, strict=True):
+        result.name_hint = old.name_hint
+        lanes.vectors[old] = result
+    block.insert_op_before(new, op)
+    return True
 
-    def lanes(value: SSAValue) -> SSAValue:
-        if value in vectors:
-            return vectors[value]
-        if value not in splats:
-            splat = vector.BroadcastOp(value, vector_type(value.type))
-            splat.vector.name_hint = value.name_hint
-            outer.insert_op_before(splat, target)
-            splats[value] = splat.vector
-        return splats[value]
 
-    # Each accumulation gets a vector iter_arg, which starts at the identity.
-    inits: list[SSAValue] = []
-    for reduction in plan.reductions:
-        t = reduction.acc.type
-        assert isinstance(t, AnyFloat)
-        identity = arith.ConstantOp(FloatAttr(reduction.identity, t))
-        identity.result.name_hint = _hint(reduction.acc, "_init")
-        outer.insert_op_before(identity, target)
-        start = vector.BroadcastOp(identity.result, vector_type(t))
-        start.vector.name_hint = identity.result.name_hint
-        outer.insert_op_before(start, target)
-        inits.append(start.vector)
-        carried = body.insert_arg(vector_type(t), len(body.args))
-        carried.name_hint = reduction.acc.name_hint
-        vectors[reduction.acc] = carried
-
+def _vectorize_body(loop: affine.ForOp, plan: Plan, lanes: _Lanes) -> None:
+    """Rewrite the body to work on vectors: each op becomes its vector form, the
+    yield yields the vector accumulators, and the scalar iter_args go."""
+    body = loop.body.block
     yielded: list[SSAValue] = []
     for reduction in plan.reductions:
-        combined = _sole_user(reduction.acc)  # after contract: addf may be an fma
+        # after contract: an addf may be an fma
+        combined = reduction.acc.get_user_of_unique_use()
         assert combined is not None
         yielded.append(combined.results[0])
-
+    scalar: list[Operation] = []  # erased once their vector forms are all in
     for op in list(body.ops):
-        if isinstance(op, affine.YieldOp):
-            continue
-        if any(op is r.load or op is r.store for r in plan.reductions):
+        if not isinstance(op, affine.YieldOp) and _vectorize_op(op, plan, lanes):
             scalar.append(op)
-            continue
-        if isinstance(op, affine.LoadOp):
-            if plan.kinds[op] == "invariant":
-                splat = vector.BroadcastOp(op.result, vector_type(op.result.type))
-                splat.vector.name_hint = op.result.name_hint
-                body.insert_op_after(splat, op)
-                vectors[op.result] = splat.vector
-                continue
-            load = vector.LoadOp(
-                op.memref, _index_values(op, op), vector_type(op.result.type)
-            )
-            load.result.name_hint = op.result.name_hint
-            body.insert_op_before(load, op)
-            vectors[op.result] = load.result
-            scalar.append(op)
-            continue
-        if isinstance(op, affine.StoreOp):
-            store = vector.StoreOp(lanes(op.value), op.memref, _index_values(op, op))
-            body.insert_op_before(store, op)
-            scalar.append(op)
-            continue
-        new = type(op).create(
-            operands=[lanes(v) for v in op.operands],
-            result_types=[vector_type(r.type) for r in op.results],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
-        for old, result in zip(op.results, new.results, strict=True):
-            result.name_hint = old.name_hint
-            vectors[old] = result
-        body.insert_op_before(new, op)
-        scalar.append(op)
     terminator = body.last_op
     assert isinstance(terminator, affine.YieldOp)
     body.insert_op_before(
-        affine.YieldOp.get(*(vectors[v] for v in yielded)), terminator
+        affine.YieldOp.get(*(lanes.vectors[v] for v in yielded)), terminator
     )
     body.erase_op(terminator)
     for op in reversed(scalar):  # users before the values they use
         body.erase_op(op)
-    for arg in reversed(body.args[1 : 1 + len(target.inits)]):
+    for arg in reversed(body.args[1 : 1 + len(loop.inits)]):
         body.erase_arg(arg)
 
-    # The vector loop: [lower, vector_upper) step W, carrying the vector accumulators.
+
+def _vector_loop(
+    loop: affine.ForOp, bounds: Bounds, inits: list[SSAValue], width: int
+) -> affine.ForOp:
+    """The vector loop, inserted before ``loop``: ``[lower, vector_upper)`` step W,
+    with ``loop``'s (vectorized) body and attributes, carrying ``inits``."""
+    outer = loop.parent
+    assert outer is not None
     region = Region()
-    target.body.move_blocks(region)
+    loop.body.move_blocks(region)
     operands = list(bounds.operands)
     lower_map, lower_operands = _compact((bounds.lower,), operands)
     upper_map, upper_operands = _compact(bounds.vector_upper, operands)
@@ -775,72 +672,82 @@ def vectorize_loop(module: ModuleOp, kernel: str, loop: str, width: int) -> None
         region,
         width,
     )
-    for key, attr in target.attributes.items():
+    for key, attr in loop.attributes.items():
         vector_loop.attributes[key] = attr
-    for reduction, partial in zip(plan.reductions, vector_loop.results, strict=True):
-        partial.name_hint = _hint(reduction.acc, "_lanes")
-    outer.insert_op_before(vector_loop, target)
+    outer.insert_op_before(vector_loop, loop)
+    return vector_loop
 
+
+def _tail_loop(
+    tail: affine.ForOp,
+    loop: affine.ForOp,
+    bounds: Bounds,
+    inits: list[SSAValue],
+    name: str,
+) -> list[SSAValue]:
+    """The scalar tail, inserted before ``loop``: ``[max(lower, vector_upper),
+    upper)`` with the body of ``tail`` (the loop as it was), carrying ``inits``,
+    named ``name``; returns its results."""
+    outer = loop.parent
+    assert outer is not None
+    lower_map, lower_operands = _tail_lower(bounds, outer, loop)
+    region = Region()
+    tail.body.move_blocks(region)
+    upper_map, upper_operands = _compact(bounds.upper, list(bounds.operands))
+    tail_loop = affine.ForOp.from_region(
+        lower_operands,
+        upper_operands,
+        inits,
+        [v.type for v in inits],
+        AffineMapAttr(lower_map),
+        AffineMapAttr(upper_map),
+        region,
+        1,
+    )
+    for key, attr in loop.attributes.items():
+        tail_loop.attributes[key] = attr
+    tail_loop.attributes[LOOP_ATTR] = StringAttr(name)
+    iv(tail_loop).name_hint = name
+    outer.insert_op_before(tail_loop, loop)
+    return list(tail_loop.results)
+
+
+def _find_checked(
+    module: ModuleOp, kernel: str, loop: str, width: int
+) -> tuple[affine.ForOp, Plan]:
+    """The loop to vectorize and its plan, once every check has passed (the IR is
+    not touched)."""
+    if width < 1:
+        raise InvalidArgumentError(
+            PRIMITIVE, kernel, loop, f"width must be at least 1, got {width}"
+        )
+    fn, target = find_loop(module, PRIMITIVE, kernel, loop)
+    plan = check_vectorizable(target, kernel, loop, width)
+    if plan.bounds.tail:
+        check_new_names(fn, [loop + TAIL_SUFFIX], PRIMITIVE, kernel, loop)
+    return target, plan
+
+
+def vectorize_loop(module: ModuleOp, kernel: str, loop: str, width: int) -> None:
+    """Vectorize ``loop`` of ``kernel`` by ``width`` lanes (see the module doc)."""
+    target, plan = _find_checked(module, kernel, loop, width)
+    # Legal: from here on nothing raises.
+    outer = target.parent
+    assert outer is not None
+    contract(target.body.block)
+    tail = target.clone() if plan.bounds.tail else None
+    _hoist_constants(target)
+    lanes = _Lanes(target, width)
+    inits = start_accumulators(plan.reductions, target, width, lanes.vectors)
+    _vectorize_body(target, plan, lanes)
+    vector_loop = _vector_loop(target, plan.bounds, inits, width)
     # Each vector accumulator folds into its scalar: the loop's init, or memory.
-    results: list[SSAValue] = []
-    for reduction, partial in zip(plan.reductions, vector_loop.results, strict=True):
-        kind = vector.CombiningKindAttr(reduction.kind)
-        acc_load = reduction.load
-        if acc_load is None:
-            assert reduction.position is not None
-            start_value = target.inits[reduction.position]
-        else:
-            reload = affine.LoadOp(
-                acc_load.memref, list(acc_load.indices), acc_load.map
-            )
-            reload.result.name_hint = acc_load.result.name_hint
-            outer.insert_op_before(reload, target)
-            start_value = reload.result
-        total = vector.ReductionOp.build(
-            operands=[partial, [start_value]],
-            result_types=[reduction.acc.type],
-            properties={"kind": kind},
-        )
-        outer.insert_op_before(total, target)
-        if acc_load is not None:
-            total.results[0].name_hint = _hint(acc_load.result, "_sum")
-        acc_store = reduction.store
-        if acc_store is not None:
-            write = affine.StoreOp(
-                total.results[0],
-                acc_store.memref,
-                list(acc_store.indices),
-                acc_store.map,
-            )
-            outer.insert_op_before(write, target)
-        else:
-            total.results[0].name_hint = target.results[len(results)].name_hint
-            results.append(total.results[0])
-
-    # The scalar tail: [max(lower, vector_upper), upper), the loop as it was.
+    results = fold_accumulators(plan.reductions, target, vector_loop)
     if tail is not None:
-        lower_map, lower_operands = _tail_lower(bounds, outer, target)
-        tail_region = Region()
-        tail.body.move_blocks(tail_region)
-        upper_map, upper_operands = _compact(bounds.upper, operands)
-        tail_loop = affine.ForOp.from_region(
-            lower_operands,
-            upper_operands,
-            results,
-            [v.type for v in results],
-            AffineMapAttr(lower_map),
-            AffineMapAttr(upper_map),
-            tail_region,
-            1,
-        )
-        for key, attr in target.attributes.items():
-            tail_loop.attributes[key] = attr
-        tail_loop.attributes[LOOP_ATTR] = StringAttr(tail_name)
-        iv(tail_loop).name_hint = tail_name
-        outer.insert_op_before(tail_loop, target)
-        results = list(tail_loop.results)
-    for old, new_value in zip(target.results, results, strict=True):
-        old.replace_all_uses_with(new_value)
+        tail_name = loop + TAIL_SUFFIX
+        results = _tail_loop(tail, target, plan.bounds, results, tail_name)
+    for old, new in zip(target.results, results, strict=True):
+        old.replace_all_uses_with(new)
     outer.erase_op(target)
 
 

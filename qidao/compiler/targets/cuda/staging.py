@@ -1,6 +1,6 @@
 """Which ``cache_read`` buffers of a launch become ``__shared__`` staging buffers.
 
-The rules are in ``emit.py``'s docstring ("Shared memory"); this file finds the
+The rules are in ``emit/``'s docstring ("Shared memory"); this file finds the
 buffers that follow them (:func:`find_staging`) and refuses, with a
 ``CudaEmitError`` naming the kernel, the loop and the reason, the ones that are
 placed for sharing but cannot be shared safely (non-uniform control around them,
@@ -39,14 +39,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineSymExpr,
-)
+from xdsl.ir.affine import AffineDimExpr, AffineSymExpr
 from xdsl.traits import is_side_effect_free
 
 from qidao.passes.schedule.bind import (
@@ -57,6 +50,7 @@ from qidao.passes.schedule.bind import (
     launch_extent,
     needs_guard,
 )
+from qidao.passes.schedule.loops.linear import Linear, linear_form
 from qidao.passes.schedule.loops.nest import (
     constant_of,
     iv,
@@ -310,34 +304,6 @@ def _itemsize(t: Attribute) -> int:
     return 4
 
 
-Linear = dict[SSAValue | None, int]
-"""An affine expression as value -> coefficient (``None``: the constant)."""
-
-
-def _linear(expr: AffineExpr, operands: Sequence[SSAValue], num_dims: int) -> Linear:
-    """``expr`` over ``operands``; raises ValueError when it is not linear."""
-    if isinstance(expr, AffineConstantExpr):
-        return {None: expr.value}
-    if isinstance(expr, AffineDimExpr):
-        return {operands[expr.position]: 1}
-    if isinstance(expr, AffineSymExpr):
-        return {operands[num_dims + expr.position]: 1}
-    if isinstance(expr, AffineBinaryOpExpr):
-        lhs = _linear(expr.lhs, operands, num_dims)
-        rhs = _linear(expr.rhs, operands, num_dims)
-        if expr.kind == AffineBinaryOpKind.Add:
-            total = dict(lhs)
-            for key, c in rhs.items():
-                total[key] = total.get(key, 0) + c
-            return {k: c for k, c in total.items() if c}
-        if expr.kind == AffineBinaryOpKind.Mul:
-            for factor, other in ((lhs, rhs), (rhs, lhs)):
-                if set(factor) <= {None}:
-                    scale = factor.get(None, 0)
-                    return {k: c * scale for k, c in other.items() if c * scale}
-    raise ValueError(f"not linear: {expr}")
-
-
 def _noalias(fn: func.FuncOp, root: SSAValue) -> bool:
     """False for a kernel argument without ``llvm.noalias`` (it may be another
     argument's memory)."""
@@ -389,13 +355,12 @@ def _thread_slices(
         return None  # another thread may write what the copy reads
     ivs = {iv(loop): d for d, loop in enumerate(loops)}
     affine_map = load.map.data
-    try:
-        results = [
-            _linear(r, list(load.indices), affine_map.num_dims)
-            for r in affine_map.results
-        ]
-    except ValueError:
-        return None
+    results: list[Linear] = []
+    for r in affine_map.results:
+        terms = linear_form(r, list(load.indices), affine_map.num_dims)
+        if terms is None:
+            return None
+        results.append(terms)
     t = alloca.memref.type
     assert isinstance(t, MemRefType)
     extents = list(t.get_shape())
