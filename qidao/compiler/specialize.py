@@ -25,6 +25,10 @@ is bound (the conservative choice: their values fold). A float input is never
 bound (it is data); a model with float inputs only is imported once, ahead of
 time, as before.
 
+``needed_inputs`` takes the tensors' ``nx.ancestors`` in the model's tensor→tensor
+graph (an edge from each node input to each node output), which are exactly the
+tensors they are computed from.
+
 The compiled program is cached under the bound values and the input shapes; a call
 with other values or shapes compiles again (at most ``MAX_ENTRIES`` are kept, least
 recently used first out).
@@ -45,6 +49,7 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import networkx as nx
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -111,19 +116,18 @@ def has_dynamic_inputs(proto: onnx.ModelProto) -> bool:
 
 def needed_inputs(proto: onnx.ModelProto, names: Sequence[str]) -> list[str]:
     """The graph inputs that the tensors ``names`` are computed from, in input
-    order (a walk up the producers of the main graph)."""
-    producer = {str(out): node for node in proto.graph.node for out in node.output}
-    seen: set[str] = set()
-    stack = [str(n) for n in names]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = producer.get(name)
-        if node is not None:
-            stack.extend(str(i) for i in node.input if i)
-    return [str(i.name) for i in runtime_inputs(proto) if str(i.name) in seen]
+    order (their ancestors in the main graph's tensor→tensor graph)."""
+    wanted = {str(n) for n in names}
+    flow = nx.DiGraph(
+        (str(i), str(out))
+        for node in proto.graph.node
+        for i in node.input
+        for out in node.output
+        if i and out
+    )
+    flow.add_nodes_from(wanted)
+    upstream = wanted.union(*(nx.ancestors(flow, n) for n in wanted))
+    return [str(i.name) for i in runtime_inputs(proto) if str(i.name) in upstream]
 
 
 def inputs_to_bind(

@@ -12,6 +12,11 @@ the tensor and its node. External data files are read from the model's folder on
 every location is checked (relative, no ``..``, no symlink out, inside the file)
 before any is read.
 
+The cycle an error names is the shortest one through the first node that reads a
+tensor defined later: ``nx.single_source_shortest_path`` (a breadth-first search)
+from that node on the producer→consumer graph is the right algorithm, because the
+shortest path to one of the node's own producers closes that cycle.
+
 The converters read default-domain opsets ``OLDEST_OPSET`` (11) to the newest the
 installed onnx knows. A model at an older opset is converted to 11 with
 ``onnx.version_converter`` as it loads (the converter's adapters rewrite what
@@ -25,6 +30,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import networkx as nx
 import onnx
 import onnx.version_converter
 
@@ -326,25 +332,17 @@ def check_node_order(graph: Any) -> None:
 
 
 def _cycle_through(graph: Any, start: int, producer: Mapping[str, int]) -> list[int]:
-    """Node indices of a cycle through node ``start`` (following inputs back to
-    their producers), or [] if there is none."""
-    parents: dict[int, int] = {}
-    stack = [start]
-    while stack:
-        index = stack.pop()
-        for name in graph.node[index].input:
-            source = producer.get(str(name))
-            if source is None:
-                continue
-            if source == start:
-                cycle = [index]
-                while cycle[-1] != start:
-                    cycle.append(parents[cycle[-1]])
-                return [start, *cycle[:-1]]  # in the direction the data flows
-            if source not in parents:
-                parents[source] = index
-                stack.append(source)
-    return []
+    """Node indices of the shortest cycle through node ``start``, in the direction
+    the data flows and starting at it, or [] if there is none."""
+    flow = nx.DiGraph(
+        (producer[str(name)], index)
+        for index, node in enumerate(graph.node)
+        for name in node.input
+        if str(name) in producer
+    )
+    paths = nx.single_source_shortest_path(flow, start)
+    back = [paths[p] for p in flow.predecessors(start) if p in paths]
+    return min(back, key=len, default=[])
 
 
 def _node_text(graph: Any, index: int) -> str:

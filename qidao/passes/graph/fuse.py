@@ -73,6 +73,12 @@ at most one group, and a group of one op stays as it is.
 Every group is *convex*: no path leaves it and comes back (the kernel would need
 its own result as an input); an op that would break this does not join.
 
+Convexity is checked on the block's producer→consumer graph with ``nx.bfs_layers``
+from the group forwards and backwards (one multi-source search each way, linear in
+the block): the group is convex exactly when the two searches meet only in it. The
+elementwise chains of rule 3 are the ``nx.connected_components`` of the
+producer→only-consumer edges, since each producer joins its one consumer's group.
+
 Before:
 ```mlir
 %0 = tg.mul %x, %w : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
@@ -111,6 +117,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import TensorType
@@ -227,6 +234,7 @@ def _fuse_rows(block: Block) -> None:
 def _grow_row_group(seed: Operation, block: Block) -> set[Operation]:
     space = _RowSpace.of(seed)
     assert space is not None
+    flow = _dataflow(block)  # the block does not change while the group grows
     members = {seed}
     changed = True
     while changed:
@@ -238,7 +246,7 @@ def _grow_row_group(seed: Operation, block: Block) -> set[Operation]:
                     and other.parent is block
                     and space.admits(other)
                     and _ranks_match(members | {other})
-                    and _is_convex(members | {other}, block)
+                    and _is_convex(members | {other}, flow)
                 ):
                     members.add(other)
                     changed = True
@@ -263,15 +271,19 @@ def _ranks_match(members: set[Operation]) -> bool:
     return True
 
 
-def _is_convex(members: set[Operation], block: Block) -> bool:
-    """No path from a member through non-members back to a member."""
-    reached: set[Operation] = set()
-    for op in block.ops:
-        if op in members:
-            continue
-        if any(o.owner in members or o.owner in reached for o in op.operands):
-            reached.add(op)
-    return not any(o.owner in reached for m in members for o in m.operands)
+def _is_convex(members: set[Operation], flow: nx.DiGraph) -> bool:
+    """No op outside ``members`` is both reached from a member and reaches one
+    (``flow``: the block's ``_dataflow``)."""
+    after = set().union(*nx.bfs_layers(flow, members))
+    before = set().union(*nx.bfs_layers(flow.reverse(copy=False), members))
+    return after & before == members
+
+
+def _dataflow(block: Block) -> nx.DiGraph:
+    """The producer→consumer graph of ``block``'s ops."""
+    flow = nx.DiGraph((o.owner, op) for op in block.ops for o in op.operands)
+    flow.add_nodes_from(block.ops)
+    return flow
 
 
 # ----------------------------------------------------------------------------------
@@ -306,6 +318,7 @@ def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
 def _epilogue_dag(anchor: Operation, block: Block) -> list[Operation]:
     """Every elementwise op reachable from ``anchor`` through ops that join, while
     the group stays convex."""
+    flow = _dataflow(block)
     members: list[Operation] = []
     inside: set[Operation] = {anchor}
     frontier: list[Operation] = [anchor]
@@ -317,7 +330,7 @@ def _epilogue_dag(anchor: Operation, block: Block) -> list[Operation]:
                 if (
                     user not in inside
                     and _joins_epilogue(user, anchor)
-                    and _is_convex(inside | {user}, block)
+                    and _is_convex(inside | {user}, flow)
                 ):
                     inside.add(user)
                     members.append(user)
@@ -353,22 +366,16 @@ def _epilogue_chain(anchor: Operation) -> list[Operation]:
 
 def _elementwise_groups(block: Block) -> list[list[Operation]]:
     """Fusion groups of two or more ops, in block order; the last op is the root."""
-    group_of: dict[Operation, list[Operation]] = {}
-    for op in block.ops:
-        if not _is_elementwise(op):
-            continue
-        group: list[Operation] = []
-        for operand in op.operands:
-            if _fuses_into(operand, op):
-                producer = operand.owner
-                assert isinstance(producer, Operation)
-                group += group_of[producer]
-        group.append(op)
-        for member in group:
-            group_of[member] = group
-    unique = {id(g): g for g in group_of.values()}
+    ops = [op for op in block.ops if _is_elementwise(op)]
+    joins = nx.Graph()
+    joins.add_nodes_from(ops)
+    joins.add_edges_from(
+        (o.owner, op) for op in ops for o in op.operands if _fuses_into(o, op)
+    )
     return [
-        sorted(g, key=block.get_operation_index) for g in unique.values() if len(g) > 1
+        sorted(g, key=block.get_operation_index)
+        for g in nx.connected_components(joins)
+        if len(g) > 1
     ]
 
 
@@ -418,7 +425,9 @@ def _outline(group: list[Operation]) -> None:
 def _move_users_after(fused: FusedOp, first: Operation, block: Block) -> None:
     """Ops between ``first`` and ``fused`` that (transitively) use ``fused``'s
     results move right after it, in order. None of them feeds a member (the group
-    is convex), so this keeps every value defined before its uses."""
+    is convex), so this keeps every value defined before its uses. (One scan of
+    that window, which block order already sorts topologically: cheaper than
+    building the block's graph for ``nx.descendants`` at every outline.)"""
     late: set[SSAValue] = set(fused.results)
     moving: list[Operation] = []
     op = first.next_op

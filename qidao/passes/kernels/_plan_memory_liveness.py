@@ -117,9 +117,10 @@ def kernel_label(f: func.FuncOp | None) -> str | None:
     return label.data if isinstance(label, StringAttr) else None
 
 
-@dataclass
+@dataclass(eq=False)
 class Buffer:
-    """One ``memref.alloc`` of the host block and what happens to it."""
+    """One ``memref.alloc`` of the host block and what happens to it (compared and
+    hashed as itself, so it can be a graph node)."""
 
     alloc: memref.AllocOp
     start: int  # position of the alloc in the block

@@ -43,6 +43,13 @@ Rules:
     ``llvm.noalias`` from the kernel's input and output arguments (two noalias
     pointers to the same memory would be undefined behaviour in LLVM).
 
+The buffers that must share one slot (an in-place chain) are the
+``nx.connected_components`` of the graph whose edges join an input's buffer to the
+output written over it, which is exactly what chaining them means. The slots
+themselves are not an ``nx.greedy_color`` of an interference graph: lifetimes are
+intervals of one block (two buffers interfere unless one is freed before the other
+is allocated), and best fit needs the buffer sizes that a colouring ignores.
+
 Before:
 ```mlir
 func.func @main(%x: memref<8xf32>, %out0: memref<8xf32>) {
@@ -73,6 +80,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import networkx as nx
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
@@ -167,20 +175,18 @@ def _plan_host(
     plannable = [b for b in host.buffers.values() if b.plannable]
     if not plannable:
         return
-    group_of: dict[int, _Group] = {id(b): _Group([b]) for b in plannable}
+    in_place = nx.Graph()  # an edge: a call writes one buffer over the other
+    in_place.add_nodes_from(plannable)
     noalias_drops: list[tuple[func.FuncOp, int, int]] = []
     for call in (op for op in host.ops if isinstance(op, func.CallOp)):
         found = _in_place(call, host, funcs, counts)
         if found is None:
             continue
         kernel, i, w, into = found
-        out = host.buffers[call.arguments[w]]
-        merged = group_of[id(into)]
-        merged.members += group_of[id(out)].members
-        for b in merged.members:
-            group_of[id(b)] = merged
+        in_place.add_edge(into, host.buffers[call.arguments[w]])
         noalias_drops.append((kernel, i, w))
-    groups = sorted({id(g): g for g in group_of.values()}.values(), key=_start)
+    chains = nx.connected_components(in_place)
+    groups = sorted((_Group(sorted(c, key=_buffer_start)) for c in chains), key=_start)
     fixed = [
         (b.start, b.end if b.dealloc else len(host.ops), _bytes(b))
         for b in host.buffers.values()
