@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
 from xdsl.ir import Block, Operation
 
 from qidao.dialects import tg
@@ -80,25 +81,21 @@ def find_chains(block: Block) -> list[Chain]:
     """The chains of ``block`` that hold a convolution, ordered by their first op.
 
     Members are anchors and layout-agnostic ops; two members are in one chain when
-    one uses a result of the other (union-find over the producer→consumer edges).
+    one uses a result of the other: the chains are the connected components of the
+    producer→consumer graph of the members (``nx.connected_components``).
     """
     members = [op for op in block.ops if is_anchor(op) or is_layout_agnostic(op)]
-    parent: dict[Operation, Operation] = {op: op for op in members}
-
-    def root(op: Operation) -> Operation:
-        while parent[op] is not op:
-            parent[op] = parent[parent[op]]
-            op = parent[op]
-        return op
-
-    for op in members:
-        for operand in op.operands:
-            producer = operand.owner
-            if isinstance(producer, Operation) and producer in parent:
-                parent[root(producer)] = root(op)
-
-    groups: dict[Operation, list[Operation]] = {}
-    for op in members:  # block order, so each group is in block order too
-        groups.setdefault(root(op), []).append(op)
-    chains = [Chain(ops) for ops in groups.values()]
+    order = {op: index for index, op in enumerate(members)}
+    graph = nx.Graph()
+    graph.add_nodes_from(members)
+    graph.add_edges_from(
+        (operand.owner, op)
+        for op in members
+        for operand in op.operands
+        if operand.owner in order
+    )
+    components = (
+        sorted(c, key=order.__getitem__) for c in nx.connected_components(graph)
+    )
+    chains = sorted((Chain(ops) for ops in components), key=lambda c: order[c.ops[0]])
     return [chain for chain in chains if chain.has_conv()]
