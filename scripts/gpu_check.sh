@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # qidao's CUDA path on a real GPU, in one run (about 2 minutes on an H200; at most
 # about 6 with every step at its timeout):
-#   (a) tests/test_cuda.py, tests/test_bench_cuda.py and tests/test_cuda_defaults.py:
+#   (a) tests/compiler/targets/cuda/test_emit.py, tests/tools/test_bench_cuda.py and tests/compiler/targets/cuda/test_defaults.py:
 #       nvcc, the emulator and the real-GPU tests (qidao.compile(target="cuda")
 #       against NumPy, the hand-written and the default GPU schedules);
 #   (b) qidao bench-cuda: every GPU workload, qidao's CUDA C against PyTorch eager,
@@ -69,9 +69,9 @@ except Exception as err:  # noqa: BLE001
     print("torch:", err)
 EOF
 
-echo "== (a) pytest tests/test_cuda.py tests/test_bench_cuda.py tests/test_cuda_defaults.py"
-timeout -k 10 180 "$PY" -m pytest tests/test_cuda.py tests/test_bench_cuda.py \
-    tests/test_cuda_defaults.py -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/pytest.log"
+echo "== (a) pytest tests/compiler/targets/cuda/test_emit.py tests/tools/test_bench_cuda.py tests/compiler/targets/cuda/test_defaults.py"
+timeout -k 10 180 "$PY" -m pytest tests/compiler/targets/cuda/test_emit.py tests/tools/test_bench_cuda.py \
+    tests/compiler/targets/cuda/test_defaults.py -q -p no:cacheprovider -rs 2>&1 | tee "$OUT/pytest.log"
 rc_a=${PIPESTATUS[0]}
 
 echo "== (b) qidao bench-cuda"

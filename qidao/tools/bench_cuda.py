@@ -5,7 +5,7 @@
     qidao bench-cuda --list                  # the workloads, with their schedules
 
 The workloads are ``qidao/tools/cuda_workloads.py``'s: a graph, its GPU schedule,
-inputs and a NumPy reference (the small ones ``tests/test_cuda.py`` checks, then
+inputs and a NumPy reference (the small ones ``tests/compiler/targets/cuda/test_emit.py`` checks, then
 matmul 1024 and 2048, the five-op chain over 2^20..2^24 floats, softmax
 4096 x 1024). The ``*_default`` workloads compile the same graphs with
 ``schedule="default"`` (``qidao/compiler/targets/cuda/defaults.py``: the register-tiled

@@ -15,7 +15,7 @@ a child process too, so even a crash in native code is recorded (as a fail of th
 cases that had not reported yet) instead of ending the run.
 
 The baseline (``tests/data/onnx_conformance_baseline.json``) holds the pass count per
-operator; ``tests/test_conformance.py`` fails when one drops below it.
+operator; ``tests/tools/test_conformance.py`` fails when one drops below it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 inputs, a NumPy reference and the PyTorch version, for tests and ``qidao
 bench-cuda``.
 
-``TEST_WORKLOADS`` are small (``tests/test_cuda.py`` runs each through nvcc, the
+``TEST_WORKLOADS`` are small (``tests/compiler/targets/cuda/test_emit.py`` runs each through nvcc, the
 emulator and, where there is one, a GPU); ``BENCH_WORKLOADS`` adds sizes that fill
 a GPU (matmul 1024 and 2048, the five-op chain over 2^20..2^24 floats, softmax
 4096 x 1024)::

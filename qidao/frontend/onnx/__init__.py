@@ -67,7 +67,7 @@ It returns one entry per ONNX output it supports (a tg ``Value``, or a NumPy arr
 a compile-time constant); raise ``node.error("...")`` for what it cannot convert.
 
 If the op has a NumPy definition, also give it a folder in ``fold.py``, checked
-against ``onnx.reference.ReferenceEvaluator`` in ``tests/test_onnx_shape_folding.py``::
+against ``onnx.reference.ReferenceEvaluator`` in ``tests/frontend/onnx/test_fold.py``::
 
     @folder("OpType")
     def _op_type(node: Node, args: list[Array | None]) -> list[Array]:

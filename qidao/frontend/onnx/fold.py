@@ -20,7 +20,7 @@ fold is known only during the walk), and a runtime tensor input is an
 ``OnnxImportError`` naming the node and the op, never a silent mis-import.
 
 Every folder is checked against ``onnx.reference.ReferenceEvaluator`` in
-``tests/test_onnx_shape_folding.py``.
+``tests/frontend/onnx/test_fold.py``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ log 8.0e-8, tanh 1.33e-7 (at most 1.0, 0.8 and 1.3 ulp). erf, measured against
 ``torch.erf`` in float64 on *every* float32 in [0, 4) (1.08e9 inputs; erf is odd and
 the expansion symmetric, and from 4 on it returns exactly +-1): at most 1.19 ulp, 83%
 of results correctly rounded, 2324 above 1 ulp (all in 0.79 < |x| < 1.25, around the
-branch point 0.92). ``tests/test_expand_math.py`` holds all four under 2e-7. Special
+branch point 0.92). ``tests/passes/cpu/test_expand_math.py`` holds all four under 2e-7. Special
 values follow C99/IEEE: see each function.
 
 The constants are rounded to float32 here, in Python, so the IR shows exactly the

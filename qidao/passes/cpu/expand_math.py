@@ -19,7 +19,7 @@ erf by an odd polynomial near 0 and ``1 - exp(Q(|x|))`` beyond, Q a fitted polyn
 for ``log(erfc)``. Maximum relative error below 2e-7 (about 2 ulp; erf at most 1.19
 ulp over every float32) against NumPy in float64 on normal results; ``inf``, ``-inf``,
 ``NaN``, ``-0``, denormals, overflow and underflow follow IEEE as libm does (checked in
-``tests/test_expand_math.py``).
+``tests/passes/cpu/test_expand_math.py``).
 
 Rewritten: ``math.exp``, ``math.log``, ``math.tanh`` and ``math.erf`` whose result
 type is ``f32`` (every math op the tg lowering emits, apart from ``math.sqrt``, which

@@ -1,7 +1,7 @@
 """Built-in real models: a ResNet-style CNN and a transformer encoder block.
 
 Both are plain PyTorch modules with fixed seeds, in eval mode, small enough that
-compiling them takes seconds. The tests (``tests/test_real_models.py``) and
+compiling them takes seconds. The tests (``tests/compiler/test_real_models.py``) and
 ``qidao bench`` share them:
 
 - ``resnet``: a 3x3 stem convolution, BatchNorm and ReLU, a 3x3 max pool, two basic

@@ -306,7 +306,7 @@ def test_user_between_members_moves_after_the_group() -> None:
 
 def test_divisors_along_and_across_the_row() -> None:
     # c varies along the row (its reciprocal cannot be taken once per row; found by
-    # tests/test_differential.py), r is one value per row (it can)
+    # tests/compiler/test_differential.py), r is one value per row (it can)
     c = rand(4, 1) + 3.0
 
     def build(g: Graph, x: Value, r: Value) -> list[Value]:

@@ -1,7 +1,7 @@
 """The default GPU schedules (``qidao/compiler/targets/cuda/defaults.py``) without a GPU:
 what each kernel kind gets, the CUDA C they give (the matmul's register tile and
 ``__shared__`` slices), ``nvcc -arch=sm_90`` warning-free, and the emulator's
-results against NumPy, at small sizes with tails. ``tests/test_cuda.py`` runs the
+results against NumPy, at small sizes with tails. ``tests/compiler/targets/cuda/test_emit.py`` runs the
 ``*_default`` workloads on a real GPU where there is one."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from qidao.compiler.pipeline import (
     stages,
 )
 
-README = Path(__file__).parents[1] / "README.md"
+README = Path(__file__).parents[2] / "README.md"
 
 
 @pytest.mark.parametrize("target", TARGETS)

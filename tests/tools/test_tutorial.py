@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 DOC = ROOT / "docs" / "tutorial.md"
 BLOCK = re.compile(r"^(`{3,})(\w+)(?: ([^\n]*))?\n(.*?)^\1$", re.S | re.M)
 """A fenced block; a file that holds fences of its own is shown in a longer one."""
