@@ -28,7 +28,10 @@ from typing import Any
 import numpy as np
 
 from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
+from qidao.tools.bench_cuda import add_bench_cuda_parser
+from qidao.tools.conformance import add_conformance_parser
 from qidao.tools.examples import model_argument
+from qidao.tools.tune import add_tune_parser
 
 DEFAULT_MODEL = "book"
 
@@ -195,23 +198,7 @@ def _mode_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="qidao",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=_version())
-    parser.add_argument(
-        "--debug",
-        type=int,
-        default=None,
-        metavar="N",
-        help="0-4: print stage times (1), IR per stage (2), per pass (3), LLVM -O3 "
-        "and asm (4) to stderr; default $QIDAO_DEBUG or 0",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_tour(sub: Any) -> None:
     p = sub.add_parser("tour", help="print a model at every level, run it, time it")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
     p.add_argument(
@@ -222,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_tour)
 
+
+def _add_compile(sub: Any) -> None:
     p = sub.add_parser("compile", help="compile a model and print one stage")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
     p.add_argument(
@@ -249,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the stage to this file")
     p.set_defaults(run=cmd_compile)
 
+
+def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="compile and run a model on given or random inputs")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
     p.add_argument("--inputs", help=".npz with one array per graph input name")
@@ -257,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     _mode_argument(p)
     p.set_defaults(run=cmd_run)
 
+
+def _add_profile(sub: Any) -> None:
     p = sub.add_parser("profile", help="time every kernel of a model (median)")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
     p.add_argument("--inputs", help=".npz with one array per graph input name")
@@ -265,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
     p.set_defaults(run=cmd_profile)
 
+
+def _add_bench(sub: Any) -> None:
     p = sub.add_parser("bench", help="time built-in workloads against PyTorch eager")
     p.add_argument(
         "workloads",
@@ -303,15 +298,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
     p.set_defaults(run=cmd_bench)
 
-    from qidao.tools.tune import add_tune_parser
 
-    add_tune_parser(sub)  # qidao tune: qidao/tools/tune.py
-    from qidao.tools.conformance import add_conformance_parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qidao",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--debug",
+        type=int,
+        default=None,
+        metavar="N",
+        help="0-4: print stage times (1), IR per stage (2), per pass (3), LLVM -O3 "
+        "and asm (4) to stderr; default $QIDAO_DEBUG or 0",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
 
-    add_conformance_parser(sub)  # qidao conformance: qidao/tools/conformance.py
-    from qidao.tools.bench_cuda import add_bench_cuda_parser
-
-    add_bench_cuda_parser(sub)  # qidao bench-cuda: qidao/tools/bench_cuda.py
+    for add in (
+        _add_tour,
+        _add_compile,
+        _add_run,
+        _add_profile,
+        _add_bench,
+        add_tune_parser,  # qidao tune: qidao/tools/tune.py
+        add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
+        add_bench_cuda_parser,  # qidao bench-cuda: qidao/tools/bench_cuda.py
+    ):
+        add(sub)
     return parser
 
 
