@@ -136,6 +136,20 @@ def test_bad_options_are_rejected_before_work() -> None:
         qidao.compile(42)
     with pytest.raises(FileNotFoundError, match="no model file"):
         qidao.compile("/nonexistent/model.onnx")
+    with pytest.raises(ValueError, match=r"opt_level must be 0, 1, 2 or 3.*got 99"):
+        qidao.compile(graph, opt_level=99)
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        qidao.compile(graph, threads=True)
+
+
+def test_each_target_takes_its_own_options() -> None:
+    graph = EXAMPLES["book"].build()
+    with pytest.raises(TypeError, match=r"unknown option\(s\) records; .*'cuda'"):
+        qidao.compile(graph, target="cuda", records="tune.jsonl")
+    with pytest.raises(TypeError, match=r"unknown option\(s\) device; .*'cpu'"):
+        qidao.compile(graph, device="emulate")
+    with pytest.raises(ValueError, match=r"unknown device 'tpu'.*cuda, emulate"):
+        qidao.compile(graph, target="cuda", device="tpu")
 
 
 def test_mlir_file_with_a_parse_error_names_line_and_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -477,3 +491,19 @@ def test_verify_policies_give_the_same_results() -> None:
 def test_unknown_verify_policy_is_rejected() -> None:
     with pytest.raises(ValueError, match="verify must be one of 'stage', 'each'"):
         qidao.compile(chain_graph(), verify="never")
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_every_target_runs_the_one_stage_loop(
+    target: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """debug= prints the stages and verify= names the breaking pass, on each target."""
+    compiled = qidao.compile(chain_graph(64), target=target, debug=2)
+    err = capsys.readouterr().err
+    assert "// ----- qidao: stage tg -----" in err and "qidao: stats" in err
+    assert compiled.stats["compile_seconds"].keys() >= {"tg", "affine", "schedule"}
+    from qidao.compiler import pipeline
+
+    monkeypatch.setattr(pipeline, "make_pass", _breaking_pass_factory("fuse"))
+    with pytest.raises(RuntimeError, match="after pass 'fuse'"):
+        qidao.compile(chain_graph(64), target=target, verify="each")
