@@ -2,7 +2,9 @@
 
 Each graph is built with the builder in NCHW, compiled as it is and again after the
 ``layout`` pass; both runs must match ``torch.nn.functional``. The pass must also
-have fired (or not) as its rules say, and running it twice changes nothing.
+have fired (or not) as its rules say, and running it twice changes nothing. The NHWC
+kernels' loop order is checked in
+``tests/filecheck/passes/kernels/convert_tg_to_affine_nhwc.mlir``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 
 import qidao
 from qidao.compiler.context import make_context, make_pass
@@ -219,41 +219,3 @@ def test_input_transposed_from_nhwc_cancels() -> None:
 
     after = check(build, {"x": rand(1, 6, 6, 3)}, reference)
     assert transposes(after) == 1  # only the one back to NCHW
-
-
-# --- the NHWC kernels' loop order ----------------------------------------------------
-
-
-def loop_paths(module: ModuleOp) -> list[list[str]]:
-    """The names of the loops around each innermost loop, outermost first."""
-    paths: list[list[str]] = []
-    for op in module.walk():
-        if isinstance(op, affine.ForOp) and not any(
-            isinstance(inner, affine.ForOp) for inner in op.body.walk()
-        ):
-            path: list[str] = []
-            parent: Operation | None = op
-            while parent is not None:
-                if isinstance(parent, affine.ForOp):
-                    path.insert(0, parent.attributes["qd.loop"].data)  # type: ignore[attr-defined]
-                parent = parent.parent_op()
-            paths.append(path)
-    return paths
-
-
-def test_nhwc_conv_keeps_f_innermost() -> None:
-    g = Graph("main")
-    x = g.input("x", (1, 8, 6, 6))
-    g.output(g.conv2d(x, rand(16, 8, 3, 3), rand(16), padding=1))
-    paths = loop_paths(qidao.compile(with_layout(g.module())).module("affine"))
-    assert ["n_init", "oh_init", "ow_init", "f_init"] in paths
-    assert ["n", "oh", "ow", "kh", "kw", "c", "f"] in paths
-
-
-def test_nhwc_pool_keeps_c_innermost() -> None:
-    g = Graph("main")
-    x = g.input("x", (1, 8, 6, 6))
-    g.output(g.avg_pool2d(g.conv2d(x, rand(8, 8, 1, 1)), 3, 1, 1))
-    paths = loop_paths(qidao.compile(with_layout(g.module())).module("affine"))
-    assert ["n", "oh", "ow", "kh", "kw", "c"] in paths
-    assert ["n", "oh", "ow", "c_norm"] in paths
