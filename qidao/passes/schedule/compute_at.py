@@ -163,6 +163,7 @@ class _Effects:
 
 
 def _effects(ops: Sequence[Operation]) -> _Effects:
+    """The effects of ``ops`` and of every op inside them."""
     effects = _Effects(set(), set(), [])
     for top in ops:
         for op in top.walk():
@@ -208,18 +209,27 @@ def _indices_are(
     return True
 
 
+@dataclass(frozen=True)
+class _Names:
+    """The kernel and the loop that an error names."""
+
+    kernel: str
+    loop: str
+
+    def fail(self, reason: str) -> IllegalScheduleError:
+        """An ``IllegalScheduleError`` for ``reason``, naming the kernel and loop."""
+        return IllegalScheduleError(PRIMITIVE, self.kernel, self.loop, reason)
+
+
 def _pointwise_band(
     kernel: str, nest: str, moved: affine.ForOp
 ) -> tuple[SSAValue, list[affine.ForOp]]:
     """M, the memref N writes, and N's band of ``rank(M)`` loops (check 2)."""
-
-    def fail(reason: str) -> IllegalScheduleError:
-        return IllegalScheduleError(PRIMITIVE, kernel, nest, reason)
-
+    names = _Names(kernel, nest)
     effects = _effects([moved])
     if effects.other:
         op = effects.other[0]
-        raise fail(
+        raise names.fail(
             f"the nest holds {op.name}; compute_at moves nests of affine loops, "
             "loads, stores and ops without side effects"
         )
@@ -228,7 +238,7 @@ def _pointwise_band(
         if isinstance(op, affine.StoreOp) and not any(op.memref is m for m in stored):
             stored.append(op.memref)
     if len(stored) != 1:
-        raise fail(
+        raise names.fail(
             f"the nest must store to exactly one memref, it stores to {len(stored)}"
         )
     (target,) = stored
@@ -236,7 +246,7 @@ def _pointwise_band(
     assert isinstance(memref_type, MemRefType)
     shape = list(memref_type.get_shape())
     if not shape or any(s < 0 for s in shape):
-        raise fail(
+        raise names.fail(
             f"{_label(target)} must have a static shape of rank 1 or more, "
             f"it is {memref_type}"
         )
@@ -244,14 +254,14 @@ def _pointwise_band(
     while len(band) < len(shape):
         child = nested_child(band[-1])
         if child is None:
-            raise fail(
+            raise names.fail(
                 f"not pointwise: {_label(target)} has rank {len(shape)}, but the "
                 f"nest's loops are not a perfect band of {len(shape)}"
             )
         band.append(child)
     for d, loop in enumerate(band):
         if constant_bounds(loop) != (0, shape[d]) or step_of(loop) != 1 or loop.inits:
-            raise fail(
+            raise names.fail(
                 f"not pointwise: loop '{loop_name(loop)}' must run over [0, {shape[d]}) "
                 "(the whole of dimension "
                 f"{d} of {_label(target)}) with step 1 and no iter_args"
@@ -263,37 +273,60 @@ def _pointwise_band(
             continue
         assert isinstance(user, affine.LoadOp | affine.StoreOp)  # checked above
         if not _indices_are(user, ivs, shape):
-            names = ", ".join(str(loop_name(loop)) for loop in band)
-            raise fail(
+            loops = ", ".join(str(loop_name(loop)) for loop in band)
+            raise names.fail(
                 f"not pointwise: {user.name} of {_label(target)} must index it with "
-                f"[{names}] exactly"
+                f"[{loops}] exactly"
             )
     return target, band
 
 
 Bound = tuple[AffineMap, Sequence[SSAValue]]
+Trip = tuple[int, int, int]
+"""A loop's first value, step and last value."""
 
 
-def _tiles(
-    kernel: str, name: str, loop: affine.ForOp, top: affine.ForOp, plan: Footprint
-) -> list[Bound]:
-    """Check 4 (the tiles partition M); N's upper bound in each dimension."""
+# --- check 4: the tiles partition M ----------------------------------------------
 
-    def fail(reason: str) -> IllegalScheduleError:
-        return IllegalScheduleError(PRIMITIVE, kernel, name, reason)
 
+@dataclass
+class _Tiling:
+    """What check 4 reads: the names its errors give, the footprint of M in L's
+    body, and the trips of L and the loops around it by induction variable."""
+
+    names: _Names
+    plan: Footprint
+    trips: dict[SSAValue, Trip]
+
+    @property
+    def shape(self) -> Sequence[int]:
+        """M's (static) shape."""
+        memref_type = self.plan.target.type
+        assert isinstance(memref_type, MemRefType)
+        return memref_type.get_shape()
+
+    def where(self, d: int) -> str:
+        """Dimension ``d`` of M, as errors name it."""
+        return f"dimension {d} of {_label(self.plan.target)}"
+
+
+def _loop_trips(
+    names: _Names, loop: affine.ForOp, top: affine.ForOp
+) -> dict[SSAValue, Trip]:
+    """The trip of L and of each loop around it up to T (the A of check 4), by
+    induction variable, L's first; each needs constant bounds and an iteration."""
     enclosing: list[affine.ForOp] = [loop]
     while enclosing[-1] is not top:
         parent = enclosing[-1].parent_op()
         if not isinstance(parent, affine.ForOp):
             what = parent.name if parent is not None else "nothing"
-            raise fail(f"it is inside {what}; only loops may enclose it")
+            raise names.fail(f"it is inside {what}; only loops may enclose it")
         enclosing.append(parent)
-    trips: dict[SSAValue, tuple[int, int, int]] = {}  # iv -> first, step, last
+    trips: dict[SSAValue, Trip] = {}
     for outer in enclosing:
         bounds = constant_bounds(outer)
         if bounds is None:
-            raise fail(
+            raise names.fail(
                 f"loop '{loop_name(outer)}' has bounds that are not constants; the "
                 "loops around the tile must have constant bounds"
             )
@@ -301,92 +334,130 @@ def _tiles(
         step = step_of(outer)
         count = -(-(ub - lb) // step)
         if count < 1:
-            raise fail(f"loop '{loop_name(outer)}' runs no iteration")
+            raise names.fail(f"loop '{loop_name(outer)}' runs no iteration")
         trips[iv(outer)] = (lb, step, lb + step * (count - 1))
+    return trips
+
+
+def _start(tiling: _Tiling, d: int) -> tuple[int, list[tuple[SSAValue, int]]]:
+    """The tile's start in dimension ``d`` as ``c + sum(a * v)``: ``c`` and the
+    loops ``v`` with a coefficient ``a`` other than 0."""
+    plan = tiling.plan
+    base = plan.base[d]
+    m = len(plan.invariants)
+    not_affine = (
+        f"the tile's start in dimension {d} of {_label(plan.target)} "
+        f"({base}) is not affine in the loops around it"
+    )
+    zero = [AffineExpr.constant(0)] * m
+    constant = simplify(base.replace_dims_and_symbols(zero, []), m, 0)
+    linear: list[tuple[SSAValue, int]] = []
+    rest = base - constant
+    for k, value in enumerate(plan.invariants):
+        at = list(zero)
+        at[k] = AffineExpr.constant(1)
+        coefficient = simplify(base.replace_dims_and_symbols(at, []) - constant, m, 0)
+        if not isinstance(coefficient, AffineConstantExpr):
+            raise tiling.names.fail(not_affine)
+        if coefficient.value != 0:
+            linear.append((value, coefficient.value))
+            rest = rest - AffineExpr.dimension(k) * coefficient.value
+    if not isinstance(constant, AffineConstantExpr) or not isinstance(
+        simplify(rest, m, 0), AffineConstantExpr
+    ):
+        raise tiling.names.fail(not_affine)
+    return constant.value, linear
+
+
+def _fixed_upper(tiling: _Tiling, d: int, c: int) -> Bound:
+    """N's upper bound in dimension ``d``, where no loop moves the tile (it starts
+    at ``c``): the tile must be the whole dimension."""
+    extent = tiling.plan.extents[d]
+    size = tiling.shape[d]
+    if c != 0 or extent < size:
+        raise tiling.names.fail(
+            f"the tiles do not cover {tiling.where(d)}: they are [{c}, {c + extent}) "
+            f"of [0, {size})"
+        )
+    return AffineMap.constant_map(min(extent, size)), ()
+
+
+def _moving_loop(
+    tiling: _Tiling,
+    d: int,
+    linear: list[tuple[SSAValue, int]],
+    used: dict[SSAValue, int],
+) -> tuple[SSAValue, int]:
+    """The one loop (and its coefficient) that moves the tile in dimension ``d``,
+    which moves it in no other dimension (recorded in ``used``)."""
+    if len(linear) > 1:
+        loops = " and ".join(f"'{_loop_of(v)}'" for v, _ in linear)
+        raise tiling.names.fail(
+            f"the tile's start in {tiling.where(d)} moves with two loops, {loops}; "
+            "one loop per dimension is supported"
+        )
+    value, a = linear[0]
+    if value in used:
+        raise tiling.names.fail(
+            f"loop '{_loop_of(value)}' moves the tile in two dimensions of "
+            f"{_label(tiling.plan.target)}"
+        )
+    used[value] = d
+    return value, a
+
+
+def _moving_upper(tiling: _Tiling, d: int, c: int, value: SSAValue, a: int) -> Bound:
+    """N's upper bound in dimension ``d``, where the tile starts at ``c + a * v``
+    (``v``: ``value``): the tiles must abut and cover the dimension; the last one
+    is clipped where it passes the end."""
+    plan = tiling.plan
+    extent = plan.extents[d]
+    size = tiling.shape[d]
+    first, step, last = tiling.trips[value]
+    if a * step != extent and first != last:
+        raise tiling.names.fail(
+            f"the tiles of {tiling.where(d)} do not abut: the tile has {extent} "
+            f"elements, but loop '{_loop_of(value)}' moves it by {a * step}"
+        )
+    if c + a * first != 0 or c + a * last + extent < size:
+        raise tiling.names.fail(
+            f"the tiles do not cover {tiling.where(d)}: they are "
+            f"[{c + a * first}, {c + a * last + extent}) of [0, {size})"
+        )
+    if c + a * last + extent > size:
+        clipped = [
+            AffineExpr.constant(extent),
+            AffineExpr.constant(size) - plan.base[d],
+        ]
+        return compact_map(clipped, plan.invariants)
+    return AffineMap.constant_map(extent), ()
+
+
+def _tiles(
+    kernel: str, name: str, loop: affine.ForOp, top: affine.ForOp, plan: Footprint
+) -> list[Bound]:
+    """Check 4 (the tiles partition M); N's upper bound in each dimension."""
+    names = _Names(kernel, name)
+    trips = _loop_trips(names, loop, top)
     for value in plan.invariants:
         if value not in trips:
-            raise fail(
+            raise names.fail(
                 f"the tile of {_label(plan.target)} starts at an index that depends on "
                 f"{_label(value)}, which is not a loop around its body"
             )
-    memref_type = plan.target.type
-    assert isinstance(memref_type, MemRefType)
-    shape = memref_type.get_shape()
-    m = len(plan.invariants)
-    used: dict[SSAValue, int] = {}
+    tiling = _Tiling(names, plan, trips)
+    used: dict[SSAValue, int] = {}  # loop -> the dimension it moves the tile in
     uppers: list[Bound] = []
-    for d, base in enumerate(plan.base):
-        extent = plan.extents[d]
-        zero = [AffineExpr.constant(0)] * m
-        constant = simplify(base.replace_dims_and_symbols(zero, []), m, 0)
-        linear: list[tuple[SSAValue, int]] = []
-        rest = base - constant
-        for k, value in enumerate(plan.invariants):
-            at = list(zero)
-            at[k] = AffineExpr.constant(1)
-            coefficient = simplify(
-                base.replace_dims_and_symbols(at, []) - constant, m, 0
-            )
-            if not isinstance(coefficient, AffineConstantExpr):
-                raise fail(
-                    f"the tile's start in dimension {d} of {_label(plan.target)} "
-                    f"({base}) is not affine in the loops around it"
-                )
-            if coefficient.value != 0:
-                linear.append((value, coefficient.value))
-                rest = rest - AffineExpr.dimension(k) * coefficient.value
-        if not isinstance(constant, AffineConstantExpr) or not isinstance(
-            simplify(rest, m, 0), AffineConstantExpr
-        ):
-            raise fail(
-                f"the tile's start in dimension {d} of {_label(plan.target)} "
-                f"({base}) is not affine in the loops around it"
-            )
-        c = constant.value
-        where = f"dimension {d} of {_label(plan.target)}"
+    for d in range(len(plan.base)):
+        c, linear = _start(tiling, d)
         if not linear:
-            if c != 0 or extent < shape[d]:
-                raise fail(
-                    f"the tiles do not cover {where}: they are [{c}, {c + extent}) of "
-                    f"[0, {shape[d]})"
-                )
-            uppers.append((AffineMap.constant_map(min(extent, shape[d])), ()))
+            uppers.append(_fixed_upper(tiling, d, c))
             continue
-        if len(linear) > 1:
-            loops = " and ".join(f"'{_loop_of(v)}'" for v, _ in linear)
-            raise fail(
-                f"the tile's start in {where} moves with two loops, {loops}; "
-                "one loop per dimension is supported"
-            )
-        value, a = linear[0]
-        if value in used:
-            raise fail(
-                f"loop '{_loop_of(value)}' moves the tile in two dimensions of "
-                f"{_label(plan.target)}"
-            )
-        used[value] = d
-        first, step, last = trips[value]
-        if a * step != extent and first != last:
-            raise fail(
-                f"the tiles of {where} do not abut: the tile has {extent} elements, "
-                f"but loop '{_loop_of(value)}' moves it by {a * step}"
-            )
-        if c + a * first != 0 or c + a * last + extent < shape[d]:
-            raise fail(
-                f"the tiles do not cover {where}: they are "
-                f"[{c + a * first}, {c + a * last + extent}) of [0, {shape[d]})"
-            )
-        if c + a * last + extent > shape[d]:
-            clipped = [
-                AffineExpr.constant(extent),
-                AffineExpr.constant(shape[d]) - base,
-            ]
-            uppers.append(compact_map(clipped, plan.invariants))
-        else:
-            uppers.append((AffineMap.constant_map(extent), ()))
+        value, a = _moving_loop(tiling, d, linear, used)
+        uppers.append(_moving_upper(tiling, d, c, value, a))
     for value, (first, _, last) in trips.items():
         if value not in used and first != last:
-            raise fail(
+            raise names.fail(
                 f"the tiles repeat across the iterations of loop '{_loop_of(value)}' "
                 f"(it moves no index of {_label(plan.target)}): the nest would be "
                 "computed more than once"
@@ -400,15 +471,37 @@ def _loop_of(value: SSAValue) -> str:
     return str(loop_name(parent)) if parent is not None else _label(value)
 
 
-def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
-    """Move the top-level nest ``nest`` into ``loop``'s body, over its tile."""
+# --- checks 1, 3 and 5 ---------------------------------------------------------
+
+
+@dataclass
+class _Site:
+    """Where compute_at works: N (``moved``), L (``target_loop``) and T (``top``),
+    both by name, in the kernel ``fn`` whose top-level ops are ``ops``."""
+
+    kernel: str
+    nest: str
+    loop: str
+    fn: func.FuncOp
+    moved: affine.ForOp
+    target_loop: affine.ForOp
+    top: affine.ForOp
+    ops: list[Operation]
+
+    @property
+    def before(self) -> bool:
+        """Whether N comes before T (a producer) rather than after (a consumer)."""
+        return self.ops.index(self.moved) < self.ops.index(self.top)
+
+    def fail(self, reason: str) -> IllegalScheduleError:
+        """An error naming L."""
+        return IllegalScheduleError(PRIMITIVE, self.kernel, self.loop, reason)
+
+
+def _find_site(module: ModuleOp, kernel: str, nest: str, loop: str) -> _Site:
+    """N and L by name, and T, the top-level nest around L (check 1)."""
     fn, moved = find_loop(module, PRIMITIVE, kernel, nest)
     _, target_loop = find_loop(module, PRIMITIVE, kernel, loop)
-
-    def fail(reason: str) -> IllegalScheduleError:
-        return IllegalScheduleError(PRIMITIVE, kernel, loop, reason)
-
-    block = fn.body.block
     if moved.parent_op() is not fn:
         raise IllegalScheduleError(
             PRIMITIVE,
@@ -422,65 +515,86 @@ def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
         assert parent is not None
         top = parent
     if top is moved:
-        raise fail(f"it is inside the nest '{nest}' itself")
+        raise IllegalScheduleError(
+            PRIMITIVE, kernel, loop, f"it is inside the nest '{nest}' itself"
+        )
     assert isinstance(top, affine.ForOp)
-    ops = list(block.ops)
-    at_moved, at_top = ops.index(moved), ops.index(top)
-    before = at_moved < at_top
+    ops = list(fn.body.block.ops)
+    return _Site(kernel, nest, loop, fn, moved, target_loop, top, ops)
 
-    target, band = _pointwise_band(kernel, nest, moved)
+
+def _check_only_in_body(site: _Site, target: SSAValue) -> None:
+    """Check 3: T uses M only in L's body, and no memref that may alias it."""
     name = _label(target)
     key = _alias_key(target)
-    # check 3: M only in L's body (and no alias of it in T)
-    if not any(target_loop.is_ancestor(use.operation) for use in target.uses):
-        raise fail(f"its body does not use {name}, the memref the nest '{nest}' writes")
-    for op in top.walk():
+    if not any(site.target_loop.is_ancestor(use.operation) for use in target.uses):
+        raise site.fail(
+            f"its body does not use {name}, the memref the nest '{site.nest}' writes"
+        )
+    for op in site.top.walk():
         for value in op.operands:
             if not isinstance(value.type, MemRefType) or _alias_key(value) != key:
                 continue
             if value is not target:
-                raise fail(f"the nest of '{loop}' uses a memref that may alias {name}")
-            if not target_loop.is_ancestor(op):
-                raise fail(
-                    f"{name} is also used outside its body, by {op.name} in the "
-                    f"nest of '{loop}': the tile would not be final"
+                raise site.fail(
+                    f"the nest of '{site.loop}' uses a memref that may alias {name}"
                 )
-    plan = footprint(PRIMITIVE, kernel, loop, target_loop, target, NO_LIMIT)
-    uppers = _tiles(kernel, loop, target_loop, top, plan)
-    # check 5: what lies between, and what T writes
-    moved_effects = _effects([moved])
-    reads = moved_effects.reads - {key}
-    between = ops[min(at_moved, at_top) + 1 : max(at_moved, at_top)]
-    between_effects = _effects(between)
-    if key in between_effects.reads | between_effects.writes:
-        raise fail(f"an op between the nest '{nest}' and its nest uses {name}")
-    if reads & between_effects.writes:
-        raise fail(
-            f"an op between the nest '{nest}' and its nest writes a memref the "
+            if not site.target_loop.is_ancestor(op):
+                raise site.fail(
+                    f"{name} is also used outside its body, by {op.name} in the "
+                    f"nest of '{site.loop}': the tile would not be final"
+                )
+
+
+def _check_effects(site: _Site, target: SSAValue) -> None:
+    """Check 5: no op between N and T touches M or writes a memref N reads, and T
+    writes no memref N reads."""
+    key = _alias_key(target)
+    reads = _effects([site.moved]).reads - {key}
+    at_moved, at_top = site.ops.index(site.moved), site.ops.index(site.top)
+    between = _effects(site.ops[min(at_moved, at_top) + 1 : max(at_moved, at_top)])
+    if key in between.reads | between.writes:
+        raise site.fail(
+            f"an op between the nest '{site.nest}' and its nest uses {_label(target)}"
+        )
+    if reads & between.writes:
+        raise site.fail(
+            f"an op between the nest '{site.nest}' and its nest writes a memref the "
             "nest reads"
         )
-    if reads & _effects([top]).writes:
-        raise fail(f"its nest writes a memref that the nest '{nest}' reads")
-    if not before:
-        for op in moved.walk():
-            for value in op.operands:
-                if isinstance(value, BlockArgument) and value.owner is block:
-                    continue
-                owner = value.owner
-                if (
-                    isinstance(owner, Operation)
-                    and owner.parent_block() is block
-                    and ops.index(owner) > at_top
-                ):
-                    raise fail(
-                        f"the nest '{nest}' uses {_label(value)}, defined after the "
-                        f"nest of '{loop}'"
-                    )
+    if reads & _effects([site.top]).writes:
+        raise site.fail(f"its nest writes a memref that the nest '{site.nest}' reads")
 
-    # --- rewrite: nothing fails from here on -------------------------------------
-    moved.detach()
-    # every access of M in N at [v_0, v_1, ...] (a size-1 dimension indexed by 0
-    # is the same element): the shift below then moves all of them
+
+def _check_defined_before(site: _Site) -> None:
+    """Check 5, N after T: every value N uses from outside it is defined before
+    T."""
+    block = site.fn.body.block
+    at_top = site.ops.index(site.top)
+    for op in site.moved.walk():
+        for value in op.operands:
+            if isinstance(value, BlockArgument) and value.owner is block:
+                continue
+            owner = value.owner
+            if (
+                isinstance(owner, Operation)
+                and owner.parent_block() is block
+                and site.ops.index(owner) > at_top
+            ):
+                raise site.fail(
+                    f"the nest '{site.nest}' uses {_label(value)}, defined after the "
+                    f"nest of '{site.loop}'"
+                )
+
+
+# --- the rewrite: nothing fails from here on -------------------------------------
+
+
+def _index_band(
+    moved: affine.ForOp, target: SSAValue, band: list[affine.ForOp]
+) -> None:
+    """Every access of M in N at ``[v_0, v_1, ...]`` (a size-1 dimension indexed by
+    0 is the same element): the shift in ``_shift_band`` then moves all of them."""
     ivs = [iv(band_loop) for band_loop in band]
     identity = AffineMapAttr(AffineMap.identity(len(ivs)))
     for access in list(moved.walk()):
@@ -490,6 +604,11 @@ def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
             offset = 1 if isinstance(access, affine.LoadOp) else 2
             access.operands = [*access.operands[:offset], *ivs]
             access.properties["map"] = identity
+
+
+def _shift_band(band: list[affine.ForOp], uppers: list[Bound], plan: Footprint) -> None:
+    """N's band over the tile: loop ``d`` runs over ``[0, upper_d)`` and its
+    induction variable ``v`` becomes ``b_d + v``."""
     m = len(plan.invariants)
     for d, (band_loop, upper) in enumerate(zip(band, uppers, strict=True)):
         set_bounds(band_loop, (AffineMap.constant_map(0), ()), upper)
@@ -507,6 +626,11 @@ def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
             if use.operation is not apply:
                 use.operation.operands[use.index] = apply.result
         fold_apply(apply)
+
+
+def _place(moved: affine.ForOp, target_loop: affine.ForOp, before: bool) -> None:
+    """N at the start of L's body (``before``: a producer) or at its end, before
+    the terminator (a consumer)."""
     target_block = target_loop.body.block
     if before:
         first = target_block.first_op
@@ -516,6 +640,25 @@ def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
         terminator = target_block.last_op
         assert isinstance(terminator, affine.YieldOp)
         target_block.insert_op_before(moved, terminator)
+
+
+def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
+    """Move the top-level nest ``nest`` into ``loop``'s body, over its tile."""
+    site = _find_site(module, kernel, nest, loop)
+    target, band = _pointwise_band(kernel, nest, site.moved)
+    _check_only_in_body(site, target)
+    plan = footprint(PRIMITIVE, kernel, loop, site.target_loop, target, NO_LIMIT)
+    uppers = _tiles(kernel, loop, site.target_loop, site.top, plan)
+    _check_effects(site, target)
+    before = site.before
+    if not before:
+        _check_defined_before(site)
+
+    # --- rewrite: nothing fails from here on -------------------------------------
+    site.moved.detach()
+    _index_band(site.moved, target, band)
+    _shift_band(band, uppers, plan)
+    _place(site.moved, site.target_loop, before)
 
 
 @dataclass(frozen=True)
