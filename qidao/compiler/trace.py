@@ -47,7 +47,13 @@ class Primitive:
 
     def expects_int(self, param: str) -> bool:
         """Whether the pass field ``param`` is an integer (else it holds names)."""
-        return typing.get_type_hints(self.pass_class()).get(param) is int
+        return param in _int_fields(self.pass_class())
+
+
+@functools.cache
+def _int_fields(pass_class: type[ModulePass]) -> frozenset[str]:
+    hints = typing.get_type_hints(pass_class)
+    return frozenset(name for name, hint in hints.items() if hint is int)
 
 
 PRIMITIVES: dict[str, Primitive] = {}
