@@ -8,8 +8,9 @@
 
 Cache blocking: an F x G tile of everything the body touches stays in cache while
 it is used. A transpose copy reads ``x`` down its columns, a new cache line for
-every element; in 32 x 32 tiles each line it loads serves 16 elements before it is
-evicted (``qidao bench transpose --backends torch qidao:none qidao:tile.txt``).
+every element; in 16 x 16 tiles each line it loads serves 16 elements before it is
+evicted: 2048 x 2048 on one thread, 24.0 ms as lowered, 12.4 ms tiled (``qidao
+bench transpose --backends qidao:none qidao:docs/tutorial/tile16.txt``).
 
 ``tile`` is ``split(i, F)``, ``split(j, G)`` and ``reorder(i_o, j_o, i_i, j_i)``
 in one primitive, built from their functions (``split_loop``, ``reorder_loops``);
