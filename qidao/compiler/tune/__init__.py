@@ -13,9 +13,10 @@ records=PATH)`` applies.
 ``search.py``     exhaustive, random and model-guided evolutionary search
 ``records.py``    the JSON-lines records and the lookup at compile time
 ``tuner.py``      one tuning run: search + trials + records + progress bar
-``report.py``     searches compared against an exhaustive run
-``cli.py``        ``qidao tune``
 ==============  =================================================================
+
+``qidao tune`` and the comparison of searches are tools: ``qidao/tools/tune.py``,
+``qidao/tools/tune_report.py``.
 """
 
 from qidao.compiler.tune.records import Record, load_records, records_schedule
