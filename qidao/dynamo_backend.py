@@ -35,8 +35,17 @@ def qidao_backend(
     Dynamo's graph takes tensors (parameters and buffers included) and returns a
     tuple; the parameters and buffers become constants (``FrozenGraph``). Symbolic
     sizes (dynamic shapes) are not compiled: that graph runs in PyTorch, with a
-    warning.
+    warning. ``torch.compile(model, backend="qidao", options={"threads": 1})``
+    hands ``options`` to ``qidao.compile`` (any of its keyword arguments).
     """
+    nested = options.pop("options", None)  # torch.compile(..., options={...})
+    if nested is not None:
+        if not isinstance(nested, dict):
+            raise TypeError(
+                f"torch.compile(backend='qidao', options=...) takes a dict of "
+                f"qidao.compile keyword arguments, got {type(nested).__name__}"
+            )
+        options = {**nested, **options}
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         warnings.warn(
             "qidao: the graph has symbolic (dynamic) inputs, which qidao does not "

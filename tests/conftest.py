@@ -9,3 +9,8 @@ stage.
 import os
 
 os.environ.setdefault("QIDAO_VERIFY", "each")
+
+# The compile cache is off (a test that monkeypatches the compiler must not be
+# answered from an entry an earlier test stored); tests/compiler/test_cache.py turns
+# it on in a folder of its own.
+os.environ.setdefault("QIDAO_CACHE", "off")

@@ -9,10 +9,12 @@ qidao.compile(model, schedule=fn)        # fn(s: Schedule), in the "schedule" st
 qidao.compile(model, target="cuda")      # CUDA C + a launch plan
 
 The driver is the same for every target: check the options
-(``qidao.compiler.options``), load the model (``models.py``), run the target's IR
-stages with the one stage loop (``pipeline.run_stages``), applying the schedule at
-the end of the ``schedule`` stage, and hand the last IR to the target
-(``qidao.compiler.targets``), which emits its code and makes the compiled object.
+(``qidao.compiler.options``), load the model (``models.py``), run the stages every
+target shares with the one stage loop (``pipeline.run_stages``), applying the
+schedule at the end of the ``schedule`` stage, and hand the scheduled IR to the
+target (``qidao.compiler.targets``), which runs its own stages, emits its code and
+makes the compiled object. A compiled model goes to the compile cache and is loaded
+from it the next time (``qidao.compiler.cache``).
 
 An ONNX model with integer inputs (shapes, axes, pads) or dynamic dimensions compiles
 at its first call instead, specialized on those values and shapes
@@ -21,23 +23,36 @@ at its first call instead, specialized on those values and shapes
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.compiler.cache import (
+    CACHE_SWITCH_ENV,
+    CompileCache,
+    cache_enabled,
+    cache_key,
+    lookup,
+    model_digest,
+)
 from qidao.compiler.compiled import CompiledModel, CompiledProgram
 from qidao.compiler.models import load_model, with_weights
 from qidao.compiler.options import Settings, check_settings
 from qidao.compiler.pipeline import (
     MODES,
-    PIPELINES,
+    SCHEDULE_STAGE,
     ScheduleHook,
     run_stages,
+    stages,
 )
 from qidao.compiler.schedule import ScheduleSpec, apply_schedule
 from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
+from qidao.runtime.cpu import host_cpu
 
 __all__ = ["MODES", "Compiled", "CompiledModel", "compile"]
 
@@ -125,6 +140,79 @@ def compile(
 
 
 def _compile_module(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
+    """The compiled program from the compile cache (``qidao.compiler.cache``), or
+    built and stored there; ``stats["cache"]`` says which, or why not cached."""
+    start = time.perf_counter()
+    key, why_not = _cache_key(model, backend, settings)
+    if key is None:
+        compiled = _build(model, backend, settings)
+        compiled.stats["cache"] = why_not
+        return compiled
+    store = CompileCache()
+
+    def recompile() -> CompiledProgram:
+        return _build(model, backend, settings)
+
+    hit, status = lookup(key, store, lambda e: backend.from_entry(e, recompile))
+    if hit is not None:
+        assert isinstance(hit, CompiledProgram)
+        hit.stats["cache"] = status
+        hit.stats["compile_seconds"] = {"cache": time.perf_counter() - start}
+        return hit
+    compiled = _build(model, backend, settings)
+    try:
+        store.store(key, backend.to_entry(compiled))
+        compiled.stats["cache"] = f"{status}, stored"
+    except (OSError, TypeError, ValueError) as e:  # disk full, read-only, not JSON
+        compiled.stats["cache"] = f"{status}, not stored: {e}"
+    return compiled
+
+
+def _cache_key(
+    model: Any, backend: Target, settings: Settings
+) -> tuple[str | None, str]:
+    """The cache key of this compile, or None and why it is not cached."""
+    if not cache_enabled():
+        return None, f"off: {CACHE_SWITCH_ENV}={os.environ[CACHE_SWITCH_ENV]}"
+    if not backend.cache:
+        return None, f"off: the {backend.name} target is not cached"
+    if settings.debug:
+        return None, "off: debug prints the stages as they run"
+    if settings.verify == "each":
+        return None, "off: verify='each'"
+    if settings.options.get("profile"):
+        return None, "off: profile=True"
+    options: dict[str, Any] = {}
+    for name, value in settings.options.items():
+        if name in ("debug", "verify"):
+            continue
+        if name == "records" and value is not None:
+            path = Path(value)
+            if not path.is_file():
+                return None, f"off: no records file at '{path}'"
+            value = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif callable(value):
+            return None, f"off: {name} is a function"
+        elif not isinstance(value, str | int | float | bool | None):
+            return None, f"off: {name}={type(value).__name__} has no key"
+        options[name] = value
+    digest = model_digest(model)
+    if digest is None:
+        return None, f"off: a {type(model).__name__} model has no key"
+    cpu, features = host_cpu()
+    parts = {
+        "model": digest,
+        "target": backend.name,
+        "cpu": cpu,
+        "features": features,
+        "mode": settings.mode,
+        "threads": settings.threads,
+        "options": options,
+    }
+    return cache_key(parts), ""
+
+
+def _build(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
     """Load ``model``, run the target's stages, let the target build the result."""
     seconds: dict[str, float] = {}
     start = time.perf_counter()
@@ -133,7 +221,7 @@ def _compile_module(model: Any, backend: Target, settings: Settings) -> Compiled
     applied: dict[str, Any] = {}
     stage_ir = run_stages(
         module,
-        PIPELINES[backend.name],
+        stages(backend.name, last=SCHEDULE_STAGE),
         mode=settings.mode,
         settings=settings.values(),
         debug=settings.debug,

@@ -2,17 +2,20 @@
 
 Every target's compiled object derives from :class:`CompiledProgram`, which keeps
 the IR of every stage the pipeline ran (``ir``, ``module``) and the stats; the
-target adds the text stages it makes and how to call the program.
+target adds the text stages it makes and how to call the program. A program loaded
+from the compile cache (``qidao.compiler.cache``) has no IR: the first ``ir`` or
+``module`` call compiles the model again, without the cache, and reads that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from qidao.compiler.pipeline import check_stage
+from qidao.compiler.pipeline import check_stage, stage_names
 from qidao.runtime.executor import TensorSpec
 
 
@@ -43,11 +46,51 @@ class CompiledProgram:
     """The target's name, a key of ``qidao.compiler.pipeline.PIPELINES``."""
 
     def __init__(
-        self, stage_ir: dict[str, ModuleOp], stats: dict[str, Any], mode: str
+        self,
+        stage_ir: dict[str, ModuleOp] | None,
+        stats: dict[str, Any],
+        mode: str,
+        recompile: Callable[[], CompiledProgram] | None = None,
+        more_ir: Callable[[], dict[str, ModuleOp]] | None = None,
     ) -> None:
-        self._stage_ir = stage_ir
+        """``stage_ir``: the IR of the stages kept as they ran; ``more_ir`` makes
+        the others (the stages below the schedule, made again from its IR) when
+        one is asked for. ``stage_ir`` None (a program loaded from the cache):
+        ``recompile`` makes the same program with its IR, when the IR is asked
+        for."""
+        assert stage_ir is not None or recompile is not None
+        self._stages = stage_ir
+        self._recompile = recompile
+        self._more_ir = more_ir
+        self._rebuilt_program: CompiledProgram | None = None
         self.stats = stats
         self.mode = mode
+
+    def set_more_ir(self, more_ir: Callable[[], dict[str, ModuleOp]]) -> None:
+        """Make the stages that were not kept with ``more_ir`` when asked for."""
+        self._more_ir = more_ir
+
+    def _stage(self, name: str) -> ModuleOp | None:
+        """The IR after stage ``name``; None for a text stage."""
+        if self._stages is None:
+            self._stages = self._rebuilt()._all_stages()
+        if name not in self._stages and self._more_ir is not None:
+            self._stages = {**self._stages, **self._more_ir()}
+            self._more_ir = None
+        return self._stages.get(name)
+
+    def _all_stages(self) -> dict[str, ModuleOp]:
+        for name in stage_names(self.target):
+            self._stage(name)
+        assert self._stages is not None
+        return self._stages
+
+    def _rebuilt(self) -> CompiledProgram:
+        """The same program compiled again with its IR (a cache hit has none)."""
+        if self._rebuilt_program is None:
+            assert self._recompile is not None
+            self._rebuilt_program = self._recompile()
+        return self._rebuilt_program
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -63,8 +106,9 @@ class CompiledProgram:
     def ir(self, stage: str = "tg") -> str:
         """The text of one stage of this target (``qidao.compiler.pipeline``)."""
         check_stage(stage, self.target)
-        if stage in self._stage_ir:
-            return str(self._stage_ir[stage])
+        module = self._stage(stage)
+        if module is not None:
+            return str(module)
         return self._text(stage)
 
     def _text(self, stage: str) -> str:
@@ -74,6 +118,7 @@ class CompiledProgram:
     def module(self, stage: str = "tg") -> ModuleOp:
         """A copy of the IR of one IR stage (``input`` ... the last before text)."""
         check_stage(stage, self.target)
-        if stage not in self._stage_ir:
+        module = self._stage(stage)
+        if module is None:
             raise ValueError(f"stage '{stage}' is text, not IR; use .ir('{stage}')")
-        return self._stage_ir[stage].clone()
+        return module.clone()

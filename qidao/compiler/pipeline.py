@@ -20,11 +20,15 @@ from the last IR stage (``qidao.compiler.targets``), not by passes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
 
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import emit
@@ -92,8 +96,13 @@ COMMON_STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "affine",
-        (Step("convert-tg-to-affine"), _graph("plan-memory")),
-        "host `@main` + one named loop nest per kernel, buffers planned",
+        (
+            Step("convert-tg-to-affine"),
+            _graph("plan-memory"),
+            Step("dedupe-kernels"),
+        ),
+        "host `@main` + one named loop nest per kernel (identical ones merged), "
+        "buffers planned",
     ),
     Stage(
         SCHEDULE_STAGE,
@@ -280,24 +289,27 @@ def run_stages(
     verify: str = "stage",
     schedule: ScheduleHook | None = None,
     seconds: dict[str, float] | None = None,
+    keep: Collection[str] | None = None,
 ) -> dict[str, ModuleOp]:
     """Run the IR stages of ``pipeline`` on ``module`` in place, in order, until the
-    first text stage; return a copy of the module after each.
+    first text stage; return a copy of the module after each stage in ``keep``
+    (default: every stage).
 
     ``settings`` holds the compile options that steps ask for (``fuse``,
     ``profile``, ``threads``, ...); a step whose ``when`` option is absent does not
     run, and an absent pass option keeps the pass's default. ``verify`` is ``"stage"`` (verify at the end of
     each stage that ran a pass) or ``"each"`` (after every pass and, through the
     hook, every schedule primitive); a failure is an internal error naming the stage
-    or the pass. ``debug`` (``qidao.compiler.debug``): 2 prints the IR after every
-    stage, 3 after every pass. ``seconds`` gets the time of each stage.
+    or the pass, and a pass that fails on an internal check is one too
+    (:func:`run_pass`). ``debug`` (``qidao.compiler.debug``): 2 prints the IR after
+    every stage, 3 after every pass. ``seconds`` gets the time of each stage.
     """
     check_mode(mode)
     each = verify == "each"
     values = settings or {}
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
-    if debug >= 2:
+    if debug >= 2 and pipeline and pipeline[0].name == "input":
         emit("input", str(module))
     for stage in pipeline:
         if stage.text:
@@ -306,7 +318,7 @@ def run_stages(
         steps = active_steps(stage, mode, values)
         for step in steps:
             options = {k: values[k] for k in step.options if k in values}
-            make_pass(step.name, **options).apply(ctx, module)
+            run_pass(make_pass(step.name, **options), step.name, ctx, module)
             if each:
                 verify_module(module, f"pass '{step.name}'")
             if debug >= 3:
@@ -322,10 +334,44 @@ def run_stages(
             schedule(module, each)
         if seconds is not None:
             seconds[stage.name] = time.perf_counter() - start
-        snapshots[stage.name] = module.clone()
+        if keep is None or stage.name in keep:
+            snapshots[stage.name] = module.clone()
         if debug >= 2 and stage.name != "input":
             emit(f"stage {stage.name}", str(module))
     return snapshots
+
+
+class InternalCompilerError(RuntimeError):
+    """A bug in qidao, not in the user's model: a pass built an op that does not
+    verify, broke one of its own assertions, or left IR that does not verify.
+
+    ``where`` names what ran (``"pass 'layout'"``, or a stage when IR is verified
+    per stage), ``op`` the operation that failed (``"tg.conv2d"``) when the
+    traceback shows it; the original exception is ``__cause__``."""
+
+    def __init__(self, message: str, where: str, op: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
+        self.op = op
+
+
+INTERNAL_ERRORS: tuple[type[Exception], ...] = (VerifyException, AssertionError)
+"""What a pass raises only when it has a bug: an op it built that does not verify,
+a broken invariant. Errors a pass raises on purpose for the user (a lowering it does
+not support, an illegal schedule) pass through :func:`run_pass` unchanged."""
+
+
+def run_pass(p: ModulePass, name: str, ctx: Context, module: ModuleOp) -> None:
+    """Apply ``p`` (the pass ``name``) to ``module``; an internal error becomes an
+    :class:`InternalCompilerError` naming the pass and the op."""
+    try:
+        p.apply(ctx, module)
+    except INTERNAL_ERRORS as err:
+        op = failing_op(err)
+        on = f" on {op}" if op else ""
+        raise InternalCompilerError(
+            f"internal error: pass '{name}' failed{on}: {err}", f"pass '{name}'", op
+        ) from err
 
 
 def verify_module(module: ModuleOp, after: str) -> None:
@@ -333,6 +379,21 @@ def verify_module(module: ModuleOp, after: str) -> None:
     try:
         module.verify()
     except Exception as err:
-        raise RuntimeError(
-            f"internal error: IR does not verify after {after}: {err}"
+        raise InternalCompilerError(
+            f"internal error: IR does not verify after {after}: {err}",
+            after,
+            failing_op(err),
         ) from err
+
+
+def failing_op(err: BaseException) -> str | None:
+    """The name of the innermost operation on ``err``'s traceback: the op whose
+    constructor or verifier raised it (``None`` when no op method is on it)."""
+    name = None
+    tb = err.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, Operation):
+            name = owner.name
+        tb = tb.tb_next
+    return name

@@ -68,17 +68,21 @@ from qidao.frontend.errors import GraphError
 IntOrPair = int | Sequence[int]
 
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_$.-]")
+_TRAILING_NUMBER = re.compile(r"(_[0-9]+)+$")
 
 
 def mlir_name(name: str) -> str:
     """``name`` as a valid MLIR SSA name: other characters become ``_``, and a name
-    that would start with a digit gets a leading ``_`` (``"input:0" -> "input_0"``).
+    that would start with a digit, or be nothing but ``_<digits>`` groups, gets a
+    leading ``v`` (``"input:0" -> "input_0"``, ``"106" -> "v106"``,
+    ``"_7" -> "v_7"``).
 
     xDSL then drops a trailing ``_<digits>`` when it prints (``%input``), adding its
-    own suffix where two names collide."""
+    own suffix where two names collide; a name that is only such a suffix (what
+    ``torch.onnx.export`` calls its values: ``"106"``) would be left empty."""
     clean = _INVALID_NAME_CHARS.sub("_", name)
-    if not clean or clean[0].isdigit():
-        clean = "_" + clean
+    if not clean or clean[0].isdigit() or not _TRAILING_NUMBER.sub("", clean):
+        clean = "v" + clean
     return clean
 
 
@@ -339,6 +343,14 @@ class Graph:
 
     def erf(self, x: Value) -> Value:
         return self._emit("erf", lambda: tg.ErfOp(x.ssa), x)
+
+    def sin(self, x: Value) -> Value:
+        """Elementwise sine (radians), on floats."""
+        return self._emit("sin", lambda: tg.SinOp(x.ssa), x)
+
+    def cos(self, x: Value) -> Value:
+        """Elementwise cosine (radians), on floats."""
+        return self._emit("cos", lambda: tg.CosOp(x.ssa), x)
 
     def sigmoid(self, x: Value) -> Value:
         return self._emit("sigmoid", lambda: tg.SigmoidOp(x.ssa), x)

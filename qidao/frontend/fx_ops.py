@@ -200,6 +200,8 @@ _UNARY: dict[Any, Callable[[FxValues, Value], Value]] = {
     aten.reciprocal.default: lambda cv, x: 1.0 / x,
     aten.tanh.default: lambda cv, x: cv.g.tanh(x),
     aten.erf.default: lambda cv, x: cv.g.erf(x),
+    aten.sin.default: lambda cv, x: cv.g.sin(x),
+    aten.cos.default: lambda cv, x: cv.g.cos(x),
     aten.sigmoid.default: lambda cv, x: cv.g.sigmoid(x),
     aten.relu.default: lambda cv, x: cv.g.relu(x),
     aten.silu.default: lambda cv, x: x * cv.g.sigmoid(x),

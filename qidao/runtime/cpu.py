@@ -27,10 +27,12 @@ import importlib.util
 import os
 import re
 import threading
+from collections.abc import Mapping, Sequence
 
 import llvmlite.binding as llvm
 
 _init_lock = threading.Lock()
+_symbols_lock = threading.Lock()
 _initialized = False
 
 
@@ -97,6 +99,11 @@ def load_openmp_runtime() -> str:
         )
 
 
+def uses_openmp(llvm_ir: str) -> bool:
+    """Whether ``llvm_ir`` calls libgomp (then the runtime must be loaded first)."""
+    return _uses_openmp(llvm_ir)
+
+
 def _uses_openmp(llvm_ir: str) -> bool:
     return any(f"@{s}(" in llvm_ir or f'@"{s}"(' in llvm_ir for s in _OPENMP_SYMBOLS)
 
@@ -144,37 +151,53 @@ def _with_host_attributes(ir_text: str, cpu: str, features: str) -> str:
     return f"{text}\n{group}\n"
 
 
+def _parse(text: str, cpu: str, features: str, layout: str) -> llvm.ModuleRef:
+    try:
+        module = llvm.parse_assembly(_with_host_attributes(text, cpu, features))
+        module.verify()
+    except RuntimeError as err:
+        raise JitError(f"LLVM rejected the IR: {err}") from err
+    module.triple = llvm.get_process_triple()
+    module.data_layout = layout
+    return module
+
+
 class JitModule:
-    """One compiled LLVM module; function addresses stay valid while it lives."""
+    """One compiled LLVM module; function addresses stay valid while it lives.
+
+    ``object_code`` is the machine code MCJIT made (an ELF relocatable object), when
+    asked for with ``keep_object=True``; :meth:`from_object` loads such code again
+    without LLVM optimizing or generating anything (the compile cache,
+    ``qidao.compiler.cache``)."""
+
+    object_code: bytes | None = None
 
     def __init__(
-        self, llvm_ir: str, opt_level: int = 3, runtime_ir: str | None = None
+        self,
+        llvm_ir: str | Sequence[str],
+        opt_level: int = 3,
+        runtime_ir: str | None = None,
+        symbols: Mapping[str, int] | None = None,
+        keep_object: bool = False,
     ) -> None:
-        """``runtime_ir``: a second module of helpers the first one declares and
-        calls (the profile timers), compiled into the same engine."""
+        """``llvm_ir``: one module's text, or several (linked into the first
+        before anything is optimized; ``linked_ir`` is then the linked text).
+        ``runtime_ir``: a module of helpers the first one declares and calls (the
+        profile timers), linked in the same way. ``symbols``: the address of each
+        ``external`` global the IR declares (its weights); the memory must outlive
+        this module."""
         _initialize()
-        if _uses_openmp(llvm_ir):
+        texts = [llvm_ir] if isinstance(llvm_ir, str) else list(llvm_ir)
+        if any(_uses_openmp(text) for text in texts):
             load_openmp_runtime()
         cpu, features = host_cpu()
-        self.source_ir = llvm_ir
-        try:
-            module = llvm.parse_assembly(_with_host_attributes(llvm_ir, cpu, features))
-            module.verify()
-        except RuntimeError as err:
-            raise JitError(f"LLVM rejected the IR: {err}") from err
+        self.source_ir: str | None = "\n".join(texts)
         self._tm = _target_machine(opt_level)
-        module.triple = llvm.get_process_triple()
-        module.data_layout = str(self._tm.target_data)
-        if opt_level > 0:
-            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pto.loop_unrolling = True
-            pto.loop_interleaving = True
-            pass_builder = llvm.create_pass_builder(self._tm, pto)
-            pass_builder.getModulePassManager().run(module, pass_builder)
-        self._module = module
-        self._engine = llvm.create_mcjit_compiler(module, self._tm)
+        layout = str(self._tm.target_data)
+        module = _parse(texts[0], cpu, features, layout)
+        for text in texts[1:]:
+            module.link_in(_parse(text, cpu, features, layout))
+        self.linked_ir: str | None = str(module) if len(texts) > 1 else None
         if runtime_ir is not None:
             try:
                 runtime = llvm.parse_assembly(runtime_ir)
@@ -183,9 +206,60 @@ class JitModule:
                 raise JitError(f"LLVM rejected the runtime IR: {err}") from err
             runtime.triple = module.triple
             runtime.data_layout = module.data_layout
-            self._engine.add_module(runtime)
-        self._engine.finalize_object()
+            module.link_in(runtime)  # one module: one object
+        if opt_level > 0:
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pto.loop_unrolling = True
+            pto.loop_interleaving = True
+            pass_builder = llvm.create_pass_builder(self._tm, pto)
+            pass_builder.getModulePassManager().run(module, pass_builder)
+        self._module: llvm.ModuleRef | None = module
+        self._engine = llvm.create_mcjit_compiler(module, self._tm)
+        if keep_object:
+            self._engine.set_object_cache(self._keep, lambda module: None)
+        self._finalize(symbols)
+
+    def _keep(self, module: llvm.ModuleRef, code: bytes) -> None:
+        self.object_code = bytes(code)
+
+    def _finalize(self, symbols: Mapping[str, int] | None) -> None:
+        with _symbols_lock:  # the symbol table is the process's: bind, then link
+            for name, address in (symbols or {}).items():
+                llvm.add_symbol(name, address)
+            self._engine.finalize_object()
         self._engine.run_static_constructors()
+
+    @classmethod
+    def from_object(
+        cls,
+        code: bytes,
+        symbols: Mapping[str, int] | None = None,
+        uses_openmp: bool = False,
+    ) -> JitModule:
+        """Load machine code a :class:`JitModule` made with ``keep_object=True`` on
+        this CPU (the caller checks that), binding its ``external`` globals to
+        ``symbols``. It has no IR: ``optimized_ir`` and ``assembly`` raise."""
+        _initialize()
+        if uses_openmp:
+            load_openmp_runtime()
+        self = cls.__new__(cls)
+        self.source_ir = None
+        self.linked_ir = None
+        self.object_code = code
+        self._tm = _target_machine(0)
+        empty = llvm.parse_assembly("")
+        empty.triple = llvm.get_process_triple()
+        empty.data_layout = str(self._tm.target_data)
+        self._module = None
+        self._engine = llvm.create_mcjit_compiler(empty, self._tm)
+        try:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        except RuntimeError as err:
+            raise JitError(f"LLVM could not load the object code: {err}") from err
+        self._finalize(symbols)
+        return self
 
     def function_address(self, name: str) -> int:
         """The native address of the function ``name``; raises if it is not defined."""
@@ -206,19 +280,30 @@ class JitModule:
 
     def optimized_ir(self) -> str:
         """The LLVM IR text after optimization."""
-        return str(self._module)
+        return str(self._ir_module())
 
     def assembly(self) -> str:
         """The host assembly of the optimized module."""
-        return str(self._tm.emit_assembly(self._module))
+        return str(self._tm.emit_assembly(self._ir_module()))
+
+    def _ir_module(self) -> llvm.ModuleRef:
+        if self._module is None:
+            raise JitError("this module was loaded as machine code: it has no IR")
+        return self._module
 
 
 CpuEngine = JitModule
 
 
 def jit_compile(
-    llvm_ir: str, opt_level: int = 3, runtime_ir: str | None = None
+    llvm_ir: str | Sequence[str],
+    opt_level: int = 3,
+    runtime_ir: str | None = None,
+    symbols: Mapping[str, int] | None = None,
+    keep_object: bool = False,
 ) -> JitModule:
     """Parse, optimize for the host CPU and JIT-compile ``llvm_ir`` (with
-    ``runtime_ir``, a module of helpers it calls, beside it)."""
-    return JitModule(llvm_ir, opt_level, runtime_ir)
+    ``runtime_ir``, a module of helpers it calls, linked in; ``symbols`` binds the
+    ``external`` globals it declares to addresses; ``keep_object`` keeps the machine
+    code in ``.object_code``)."""
+    return JitModule(llvm_ir, opt_level, runtime_ir, symbols, keep_object)

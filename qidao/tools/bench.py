@@ -245,6 +245,15 @@ def runs_on(workload: str, backend: str) -> bool:
     return True
 
 
+def worker_env(threads: int) -> dict[str, str]:
+    """This process's environment with every thread pool (OpenMP, MKL, OpenBLAS)
+    pinned to ``threads``: what a worker process that times runs in."""
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads)
+    return env
+
+
 def run_one(
     workload: str, backend: str, threads: int, min_time: float, max_runs: int
 ) -> Result:
@@ -253,9 +262,7 @@ def run_one(
 
     example = get_example(workload)
     bytes_per_call, flops = example.bytes_per_call, example.flops_per_call
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = str(threads)
+    env = worker_env(threads)
     if backend == "numpy":
         env.pop("OPENBLAS_CORETYPE", None)  # NumPy is what this process times
     cmd = [

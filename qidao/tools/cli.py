@@ -11,6 +11,8 @@
     qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
     qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
+    qidao zoo resnet50 vit bert     # transformers models vs ONNX Runtime and PyTorch
+    qidao cache info                # the compile cache: where, entries, size (or clear)
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
 (``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
@@ -143,6 +145,29 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(format_table(results))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
     return 1 if any(r.error for r in results) else 0
+
+
+def cmd_zoo(args: argparse.Namespace) -> int:
+    from qidao.tools import zoo
+    from qidao.tools.zoo_models import DEFAULT_MODELS, ZOO
+
+    if args.list:
+        for name, model in ZOO.items():
+            extra = "" if model.default else "  (not in the default list)"
+            print(f"{name:<14} {model.summary}{extra}")
+        return 0
+    rows = zoo.run_zoo(
+        args.models or DEFAULT_MODELS,
+        threads=args.threads,
+        paths=[p.strip() for p in args.paths.split(",") if p.strip()],
+        min_time=args.min_time,
+        timeout=args.timeout,
+        csv_path=Path(args.csv),
+        plot_path=_plot_path(args, "bench-results/zoo.png"),
+    )
+    print(zoo.format_table(rows))
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 1 if zoo.failed_models(rows) else 0
 
 
 def _plot_path(args: argparse.Namespace, default: str) -> Path | None:
@@ -299,6 +324,88 @@ def _add_bench(sub: Any) -> None:
     p.set_defaults(run=cmd_bench)
 
 
+def _add_zoo(sub: Any) -> None:
+    from qidao.tools.zoo import DEFAULT_TIMEOUT, PATHS
+
+    p = sub.add_parser(
+        "zoo",
+        help="transformers models (ResNet-50, ViT, BERT, ...) through ONNX and "
+        "torch.compile, checked and timed against ONNX Runtime and PyTorch",
+    )
+    p.add_argument(
+        "models", nargs="*", help="zoo models (default: all but the tiny ones; --list)"
+    )
+    p.add_argument("--list", action="store_true", help="list the models and exit")
+    p.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="thread counts (default: 1 2); compile times are the first's",
+    )
+    p.add_argument(
+        "--paths",
+        default=",".join(PATHS),
+        help="comma-separated ways into qidao: onnx (qidao.compile on the exported "
+        "file, vs ONNX Runtime), torch (torch.compile); default: both",
+    )
+    p.add_argument(
+        "--min-time", type=float, default=1.0, help="seconds of timing per job"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds a job may take before its process is killed (default "
+        f"{DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--csv", default="bench-results/zoo.csv", help="CSV path (default %(default)s)"
+    )
+    p.add_argument(
+        "--plot",
+        nargs="?",
+        const="",
+        help="write a bar chart of ORT/qidao and eager/qidao here, .png or .svg "
+        "(alone: bench-results/zoo.png)",
+    )
+    p.set_defaults(run=cmd_zoo)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from qidao.compiler.cache import CompileCache, cache_enabled
+
+    cache = CompileCache()
+    if args.action == "clear":
+        removed = cache.clear()
+        print(
+            f"removed {removed} entr{'y' if removed == 1 else 'ies'} from {cache.root}"
+        )
+        return 0
+    info = cache.info()
+    state = "on" if cache_enabled() else "off (QIDAO_CACHE)"
+    print(f"path:    {info['path']}")
+    print(f"entries: {info['entries']}")
+    print(f"size:    {info['bytes'] / 2**20:.1f} MiB")
+    print(f"cache:   {state}")
+    return 0
+
+
+def _add_cache(sub: Any) -> None:
+    p = sub.add_parser(
+        "cache",
+        help="show or empty the compile cache",
+        description="The compile cache (qidao/compiler/cache.py): compiled models "
+        "keyed by their content, the CPU, the settings and qidao's own source. "
+        "Its folder: $QIDAO_CACHE_DIR, else $XDG_CACHE_HOME/qidao, else "
+        "~/.cache/qidao; QIDAO_CACHE=off turns it off.",
+    )
+    p.add_argument(
+        "action", choices=("info", "clear"), help="info: where, entries, size"
+    )
+    p.set_defaults(run=cmd_cache)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qidao",
@@ -322,6 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_run,
         _add_profile,
         _add_bench,
+        _add_zoo,
+        _add_cache,
         add_tune_parser,  # qidao tune: qidao/tools/tune.py
         add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
         add_bench_cuda_parser,  # qidao bench-cuda: qidao/tools/bench_cuda.py
@@ -334,11 +443,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+    from qidao.compiler.pipeline import InternalCompilerError
     from qidao.frontend.errors import FrontendError
     from qidao.runtime.errors import ArgumentError
 
     try:
         return int(args.run(args))
+    except InternalCompilerError as err:  # a bug in qidao: the pass and the op
+        print(
+            f"qidao {args.command}: internal compiler error: {err} (please report "
+            "it with the model)",
+            file=sys.stderr,
+        )
     except ParseError as err:  # its text carries file:line:column and a caret
         print(f"qidao {args.command}: parse error: {err}", file=sys.stderr)
     except DiagnosticException as err:  # a verifier's message, naming the op

@@ -51,6 +51,8 @@ UNARY: dict[str, tuple[Callable[[Graph, Value], Value], Callable[[Array], Array]
     "neg": (Graph.neg, np.negative),
     "relu": (Graph.relu, lambda a: np.maximum(a, 0)),
     "tanh": (Graph.tanh, np.tanh),
+    "sin": (Graph.sin, np.sin),
+    "cos": (Graph.cos, np.cos),
     "sigmoid": (Graph.sigmoid, lambda a: 1 / (1 + np.exp(-a))),
     # exp, log and sqrt see bounded or positive arguments, so no inf/nan appears.
     "exp": (lambda g, x: g.exp(g.tanh(x)), lambda a: np.exp(np.tanh(a))),

@@ -225,8 +225,8 @@ def test_float16_chains_round_after_every_op() -> None:
 
 
 def test_float16_unary_ops() -> None:
-    """sqrt, neg, abs, relu exact; exp, log, tanh, sigmoid, erf within one float16
-    ulp of NumPy (float32 math rounded to float16)."""
+    """sqrt, neg, abs, relu exact; exp, log, tanh, sigmoid, erf, sin, cos within one
+    float16 ulp of NumPy (float32 math rounded to float16)."""
     x = halves(8, 16)
     exact = run(lambda g, v: (g.sqrt(v), g.neg(v), g.abs(v), g.relu(v)), x)
     with np.errstate(all="ignore"):
@@ -234,13 +234,18 @@ def test_float16_unary_ops() -> None:
         for got_, want_ in zip(exact, want, strict=True):
             assert_same(got_, want_)
         approx = run(
-            lambda g, v: (g.exp(v), g.log(v), g.tanh(v), g.sigmoid(v), g.erf(v)),
+            lambda g, v: (
+                *(g.exp(v), g.log(v), g.tanh(v), g.sigmoid(v), g.erf(v)),
+                *(g.sin(v), g.cos(v)),
+            ),
             x,
             ulps=1,
         )
         assert_same(approx[0], np.exp(x), ulps=1)
         assert_same(approx[1], np.log(x), ulps=1)
         assert_same(approx[2], np.tanh(x), ulps=1)
+        assert_same(approx[5], np.sin(x), ulps=1)
+        assert_same(approx[6], np.cos(x), ulps=1)
 
 
 def test_float16_pow() -> None:

@@ -7,15 +7,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import VerifyException
 
 from qidao.compiler.context import make_pass
 from qidao.compiler.pipeline import (
     PIPELINES,
     TARGETS,
+    InternalCompilerError,
+    Stage,
+    Step,
     check_stage,
+    run_stages,
     stage_table,
     stages,
 )
+from qidao.dialects import tg
+from qidao.dialects.tg.linalg import NHWC
+from qidao.frontend.builder import Graph
 
 README = Path(__file__).parents[2] / "README.md"
 
@@ -53,3 +64,53 @@ def test_stage_ranges_and_unknown_stages() -> None:
         check_stage("llvm", "cuda")
     with pytest.raises(ValueError, match="unknown target 'tpu'"):
         stages("tpu")
+
+
+# --- a failing pass is reported as qidao's bug, naming the pass and the op ----------
+
+
+class _BuildsABadConv:
+    """A pass with a bug: it builds an NHWC conv on an NCHW input, whose constructor
+    raises ``VerifyException`` (as ``layout`` once did, issue 11)."""
+
+    def apply(self, ctx: Context, module: ModuleOp) -> None:
+        fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        x, w = fn.body.block.args
+        tg.Conv2dOp(x, w, layout=NHWC)
+
+
+class _RefusesOnPurpose:
+    """A pass that refuses the program with an error meant for the user."""
+
+    def apply(self, ctx: Context, module: ModuleOp) -> None:
+        raise ValueError("this program is not supported")
+
+
+def _run_one_pass(apply: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        "qidao.compiler.pipeline.make_pass", lambda name, **options: apply
+    )
+    g = Graph("main")
+    x, w = g.input("x", (1, 8, 4, 4)), g.input("w", (8, 8, 1, 1))
+    g.output(g.conv2d(x, w))
+    run_stages(g.module(), [Stage("tg", (Step("broken"),), "one pass")])
+
+
+def test_internal_error_of_a_pass_names_the_pass_and_the_op(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(InternalCompilerError) as info:
+        _run_one_pass(_BuildsABadConv(), monkeypatch)
+    err = info.value
+    assert str(err).startswith("internal error: pass 'broken' failed on tg.conv2d: ")
+    assert "tg.conv2d (NHWC): weight [8, 8, 1, 1]" in str(err)  # the verifier's words
+    assert (err.where, err.op) == ("pass 'broken'", "tg.conv2d")
+    assert isinstance(err.__cause__, VerifyException)
+    assert isinstance(err, RuntimeError)
+
+
+def test_error_a_pass_raises_on_purpose_is_not_wrapped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ValueError, match=r"^this program is not supported$"):
+        _run_one_pass(_RefusesOnPurpose(), monkeypatch)

@@ -132,7 +132,7 @@ def test_every_op_method() -> None:
     a = g.avg_pool2d(y, 3, strides=1, padding=1, count_include_pad=True)
     assert a.shape == (1, 4, 6, 6)
     m = g.maximum(g.minimum(p, 1.0), 0.0)
-    u = g.sigmoid(g.tanh(g.sqrt(g.exp(g.log(m)))))
+    u = g.sigmoid(g.cos(g.sin(g.tanh(g.sqrt(g.exp(g.log(m)))))))
     s = g.softmax(g.reshape(u, (4, 9)), axis=1)
     v = g.view(s, (2, 2, 9))
     bc = g.broadcast(g.constant(np.ones(9, np.float32)), (2, 9))
@@ -150,6 +150,8 @@ def test_every_op_method() -> None:
         "tg.exp",
         "tg.sqrt",
         "tg.tanh",
+        "tg.sin",
+        "tg.cos",
         "tg.sigmoid",
         "tg.reshape",
         "tg.softmax",
@@ -187,7 +189,10 @@ def test_multiple_outputs_in_order() -> None:
 
 def test_input_names_are_sanitized_but_kept() -> None:
     assert mlir_name("input:0") == "input_0"
-    assert mlir_name("0weights") == "_0weights"
+    assert mlir_name("0weights") == "v0weights"
+    assert mlir_name("106") == "v106"  # torch.onnx.export's value names
+    assert mlir_name("_7") == "v_7"  # xDSL would print it as nothing
+    assert mlir_name("") == "v"
     assert mlir_name("a.b-c$d") == "a.b-c$d"
     g = Graph()
     x = g.input("input:0", (2,))
@@ -265,3 +270,18 @@ def test_compiled_builder_graph_matches_numpy() -> None:
     got = qidao.compile(g)(xs)
     np.testing.assert_allclose(got[0], np.maximum(xs @ w + 1.0, 0) * 2.0, rtol=1e-5)
     np.testing.assert_array_equal(got[1], xs.T)
+
+
+def test_numeric_value_names_compile_and_run() -> None:
+    """torch.onnx.export names values "22", "106": once sanitized they must not
+    print as empty names (xDSL drops a trailing ``_<digits>``)."""
+    import qidao
+
+    g = Graph()
+    x = g.input("22", (3,))
+    y = g.relu(x)
+    y.ssa.name_hint = mlir_name("106")
+    g.output(y * 2.0)
+    compiled = qidao.compile(g, threads=1)
+    a = np.array([-1.0, 0.5, 2.0], dtype=np.float32)
+    np.testing.assert_allclose(compiled(a)[0], np.maximum(a, 0) * 2)

@@ -235,6 +235,8 @@ def _elementwise(x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
         F.gelu(x, approximate="tanh"),
         F.gelu(x),
         torch.erf(x * 2.0),
+        torch.sin(x * 3.0),
+        torch.cos(x * 3.0),
     ]
 
 
@@ -361,6 +363,32 @@ def test_exact_gelu_compiles_through_erf() -> None:
     assert_matches(compiled(x), model(x))
 
 
+class Rotary(nn.Module):
+    """LLaMA's rotary position embedding: cos and sin of position * frequency."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dim, 2).float() / dim))
+        self.register_buffer("inv_freq", inv_freq)
+
+    def forward(self, q: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        freqs = positions[:, None] * self.inv_freq[None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)
+        half = q.shape[-1] // 2
+        rotated = torch.cat([-q[..., half:], q[..., :half]], dim=-1)
+        return q * emb.cos() + rotated * emb.sin()
+
+
+def test_rotary_embedding_compiles_through_sin_and_cos() -> None:
+    model = Rotary().eval()
+    q = torch.randn(2, 16, 8)
+    positions = torch.arange(16, dtype=torch.float32) * 37.0  # angles up to 555
+    compiled = qidao.compile(model, example_inputs=(q, positions), strict=True)
+    tg_ir = compiled.ir("tg")
+    assert "tg.sin" in tg_ir and "tg.cos" in tg_ir
+    assert_matches(compiled(q, positions), model(q, positions))
+
+
 def test_training_mode_batch_norm_and_dropout_are_unsupported() -> None:
     model, x = SmallCNN().train(), torch.randn(2, 3, 16, 16)
     with pytest.raises(UnsupportedTorchOpsError, match="training mode"):
@@ -401,6 +429,23 @@ def test_load_model_gives_the_tg_module() -> None:
 
 def test_backend_is_registered_with_dynamo() -> None:
     assert "qidao" in torch._dynamo.list_backends()
+
+
+def test_torch_compile_options_reach_qidao_compile() -> None:
+    """torch.compile(backend="qidao", options={...}) passes them to qidao.compile."""
+    from qidao.dynamo_backend import FrozenGraph, qidao_backend
+
+    model = MLP().eval()
+    x = torch.randn(4, 16)
+    gm = torch.fx.symbolic_trace(model)
+    frozen = qidao_backend(gm, [x], options={"threads": 1, "fuse": False})
+    assert isinstance(frozen, FrozenGraph)
+    assert frozen.options == {"threads": 1, "fuse": False}
+    fast = torch.compile(model, backend="qidao", dynamic=False, options={"threads": 1})
+    with torch.no_grad():
+        assert_matches(fast(x), model(x))
+    with pytest.raises(TypeError, match="takes a dict"):
+        qidao_backend(gm, [x], options=1)
 
 
 def test_torch_compile_recompiles_for_a_new_shape() -> None:

@@ -14,11 +14,12 @@ Adding a target is a folder here, its stages in the pipeline data, and its name 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.compiler.cache import Entry
 from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.options import Settings
 from qidao.compiler.pipeline import check_target
@@ -31,6 +32,8 @@ class Target(Protocol):
     name: str
     options: Mapping[str, Any]
     """The target's own compile options and their defaults."""
+    cache: bool
+    """Whether its programs go to the compile cache (``to_entry``/``from_entry``)."""
 
     def check(self, settings: Settings) -> None:
         """Refuse a bad value of one of the target's own options, before any work."""
@@ -56,6 +59,17 @@ class Target(Protocol):
         applied: dict[str, Any],
     ) -> CompiledProgram:
         """The compiled object, from ``module`` after the last IR stage."""
+        ...
+
+    def to_entry(self, compiled: CompiledProgram) -> Entry:
+        """What the compile cache keeps of a program ``build`` made."""
+        ...
+
+    def from_entry(
+        self, entry: Entry, recompile: Callable[[], CompiledProgram]
+    ) -> CompiledProgram:
+        """The program in a cache entry, loaded (``recompile`` makes its IR);
+        raises ``CacheError`` for an entry it cannot use."""
         ...
 
 

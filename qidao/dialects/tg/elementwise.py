@@ -11,7 +11,7 @@ and integers; integers wrap around on overflow (two's complement, as NumPy's), a
 ``div`` on integers truncates toward zero (C, ONNX). Unsigned integers divide,
 compare and take ``max``/``min`` unsigned; their ``neg`` wraps (``-x = 2^n - x``, as
 NumPy's) and their ``abs`` and ``relu`` are the identity. ``exp log sqrt tanh erf
-sigmoid pow`` take floats only. f16 computes in f32 and rounds each op's result
+sin cos sigmoid pow`` take floats only. f16 computes in f32 and rounds each op's result
 back to f16, as NumPy's float16 ufuncs do. The comparisons, logical ops, ``tg.select`` and ``tg.cast`` live in
 ``compare.py`` and ``cast.py``; all of them derive from :class:`ElementwiseOp`, which
 is what the ``fuse`` pass and the lowering look for.
@@ -299,6 +299,30 @@ class ErfOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class SinOp(UnaryElementwiseOp):
+    """Elementwise sine of ``x`` in radians (``sin(-0) = -0``, ``sin(+-inf)`` is NaN).
+
+    ```mlir
+    %r = tg.sin %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+    """
+
+    name = "tg.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryElementwiseOp):
+    """Elementwise cosine of ``x`` in radians (``cos(+-inf)`` is NaN).
+
+    ```mlir
+    %r = tg.cos %x : tensor<4xf32> -> tensor<4xf32>
+    ```
+    """
+
+    name = "tg.cos"
+
+
+@irdl_op_definition
 class SigmoidOp(UnaryElementwiseOp):
     """Elementwise logistic function ``1 / (1 + e**-x)``.
 
@@ -340,6 +364,8 @@ UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = (
     SqrtOp,
     TanhOp,
     ErfOp,
+    SinOp,
+    CosOp,
     SigmoidOp,
     ReluOp,
 )

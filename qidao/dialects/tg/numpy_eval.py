@@ -9,8 +9,8 @@ result's element type (float32 for f32). For ``+ - * /`` and ``sqrt`` that is ex
 IEEE float32 arithmetic (float64 carries more than 2 * 24 + 2 bits, so the double
 rounding is innocuous), i.e. bitwise what the compiled code computes (f16 too,
 which the compiled code computes in float32 and rounds to float16 after every op);
-for ``exp``, ``log``, ``tanh``, ``erf`` and the accumulating ops (``matmul``,
-``conv2d``, reductions, ``softmax``, pools) it is the accurately rounded answer,
+for ``exp``, ``log``, ``tanh``, ``erf``, ``sin``, ``cos`` and the accumulating ops
+(``matmul``, ``conv2d``, reductions, ``softmax``, pools) it is the accurately rounded answer,
 which a float32 kernel approaches within its own rounding error. Integer and bool tensors compute in their
 own dtype (integer arithmetic wraps around, as the compiled code's); ``tg.cast``
 converts straight from the operand's dtype (``int64 -> float32`` rounds once).
@@ -55,6 +55,7 @@ from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
     AbsOp,
     AddOp,
+    CosOp,
     DivOp,
     ErfOp,
     ExpOp,
@@ -66,6 +67,7 @@ from qidao.dialects.tg.elementwise import (
     PowOp,
     ReluOp,
     SigmoidOp,
+    SinOp,
     SqrtOp,
     SubOp,
     TanhOp,
@@ -243,6 +245,8 @@ _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
     SqrtOp: np.sqrt,
     TanhOp: np.tanh,
     ErfOp: _erf,
+    SinOp: np.sin,
+    CosOp: np.cos,
     SigmoidOp: _sigmoid,
     ReluOp: _relu,
 }

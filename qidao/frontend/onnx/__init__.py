@@ -47,8 +47,11 @@ The package:
   access for converters: ``im.input``, ``im.optional_input``, ``im.value``,
   ``im.const``);
 - one module per family of converters: ``elementwise``, ``linalg``, ``shape``,
-  ``reduce``, ``nn``, ``logic`` (comparisons, logical ops, Where, Mod), and ``compose`` (ops built from other tg ops: LeakyRelu,
-  Clip, Pow, ReduceL2, Squeeze, Pad, ...);
+  ``reduce``, ``nn`` (Conv, ConvTranspose, the pools, BatchNormalization), ``norm``
+  (LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
+  LogSoftmax), ``resize`` (Resize), ``logic`` (comparisons, logical ops, Where,
+  Mod), and ``compose`` (ops built from other tg ops: LeakyRelu, Clip, Pow,
+  ReduceL2, Squeeze, Pad, ...);
 - ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
   ``Size`` converters, which read the static shape of any input;
 - ``functions.py``: ops ONNX defines as functions, expanded into their bodies (the
@@ -89,6 +92,7 @@ from qidao.frontend.onnx import (  # noqa: F401
     nn,
     norm,
     reduce,
+    resize,
     shape,
 )
 from qidao.frontend.onnx.importer import (

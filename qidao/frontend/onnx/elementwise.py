@@ -27,6 +27,8 @@ _UNARY: dict[str, Callable[[Graph, Value], Value]] = {
     "Sqrt": Graph.sqrt,
     "Tanh": Graph.tanh,
     "Erf": Graph.erf,
+    "Sin": Graph.sin,
+    "Cos": Graph.cos,
     "Sigmoid": Graph.sigmoid,
     "Relu": Graph.relu,
 }

@@ -204,6 +204,8 @@ _UNARY: dict[str, Callable[[Array], Any]] = {
     "Log": np.log,
     "Sqrt": np.sqrt,
     "Tanh": np.tanh,
+    "Sin": np.sin,
+    "Cos": np.cos,
     "Sigmoid": _sigmoid,
     "Relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "Not": np.logical_not,

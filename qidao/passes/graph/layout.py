@@ -47,9 +47,14 @@ Rules:
   re-laid-out at compile time into a new constant; any other weight is
   ``tg.contiguous(tg.transpose(w, [2, 3, 1, 0]))``, a row-major copy, so the
   kernel's innermost loop reads it contiguously. Biases and batch norm parameters
-  ``[C]`` stay as they are. A broadcast operand of an elementwise op: a
-  per-channel ``[C, 1, 1]`` or ``[1, C, 1, 1]`` becomes a ``tg.view`` ``[C]``, one
-  that is 1 everywhere stays, any other is viewed at rank 4 and transposed.
+  ``[C]`` stay as they are. The data input of a convolution, pool or batch norm,
+  and an elementwise operand of the op's full result shape, is transposed, whatever
+  its shape: after a global pool at batch 1 a ``[1, C, 1, 1]`` is a feature map,
+  not a bias. Only a *broadcast* operand of an elementwise op (its shape differs
+  from the result's) is laid out as a broadcast: a per-channel ``[C, 1, 1]`` or
+  ``[1, C, 1, 1]`` becomes a ``tg.view`` ``[C]``, one that is 1 everywhere stays,
+  any other is viewed at rank 4 and transposed. So every op of a chain keeps its
+  rank-4 result, in NHWC order.
 - **Inside** a chain the converted ops feed each other directly: no transposes
   between them.
 - **Outputs** (chain values used outside it) leave through one
@@ -122,7 +127,9 @@ _LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
 
 OperandFn = Callable[[SSAValue, str], SSAValue]
 """How ``_nhwc_op`` gets an operand: ``(old operand, role) -> NHWC operand``, role
-``"data"`` (a tensor in the chain's layout), ``"weight"`` or ``"param"`` (``[C]``)."""
+``"data"`` (a rank-4 tensor in the chain's layout), ``"broadcast"`` (an elementwise
+operand that broadcasts to a different, rank-4 result shape), ``"weight"`` or
+``"param"`` (``[C]``)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,7 @@ class _BlockRewrite:
 
         for old in chain.ops:
             new = _nhwc_op(old, operand)
+            _check_nhwc(old, new)
             self.block.insert_op_before(new, old)
             for old_result, new_result in zip(old.results, new.results, strict=True):
                 new_result.name_hint = _hint(old_result, "nhwc")
@@ -192,15 +200,16 @@ class _BlockRewrite:
             return self.weight(value)
         if role == "param":
             return value
-        shape = shape_of(value.type)
-        padded = (1,) * (4 - len(shape)) + shape
-        if all(d == 1 for d in padded):
-            return value  # broadcasts the same way in both layouts
-        if padded[0] == padded[2] == padded[3] == 1:  # per channel: [C, 1, 1]
-            return self.insert(_view(value, (padded[1],)), value, "c")
         source = value
-        if len(shape) < 4:
-            source = self.insert(_view(value, padded), value, "4d")
+        if role == "broadcast":
+            shape = shape_of(value.type)
+            padded = (1,) * (4 - len(shape)) + shape
+            if all(d == 1 for d in padded):
+                return value  # broadcasts the same way in both layouts
+            if padded[0] == padded[2] == padded[3] == 1:  # per channel: [C, 1, 1]
+                return self.insert(_view(value, (padded[1],)), value, "c")
+            if len(shape) < 4:
+                source = self.insert(_view(value, padded), value, "4d")
         t = tg.TransposeOp(source, TO_NHWC)
         self.entering.append(t)
         return self.insert(t, value, "nhwc")
@@ -307,10 +316,26 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
         eps = old.epsilon.value.data
         return tg.BatchNormOp(x, scale, bias, mean, var, eps, NHWC)
     if isinstance(old, tg.BinaryElementwiseOp):
-        lhs, rhs = operand(old.lhs, "data"), operand(old.rhs, "data")
+        full = shape_of(old.results[0].type)
+
+        def role(value: SSAValue) -> str:
+            return "data" if shape_of(value.type) == full else "broadcast"
+
+        lhs, rhs = operand(old.lhs, role(old.lhs)), operand(old.rhs, role(old.rhs))
         return type(old)(lhs, rhs)
     assert isinstance(old, tg.UnaryElementwiseOp), old.name
     return type(old)(operand(old.input, "data"))
+
+
+def _check_nhwc(old: Operation, new: Operation) -> None:
+    """The invariant of the rewrite: ``new`` computes ``old``'s result in NHWC."""
+    before = shape_of(old.results[0].type)
+    after = shape_of(new.results[0].type)
+    expected = tuple(before[i] for i in TO_NHWC)
+    assert after == expected, (
+        f"layout: the NHWC {new.name} has shape {list(after)}, expected "
+        f"{list(expected)} (the NCHW {list(before)} transposed)"
+    )
 
 
 def _view(value: SSAValue, shape: tuple[int, ...]) -> Operation:

@@ -236,6 +236,8 @@ def test_unary_ops_and_nan() -> None:
         (tg.NegOp, torch.neg),
         (tg.ExpOp, torch.exp),
         (tg.TanhOp, torch.tanh),
+        (tg.SinOp, torch.sin),
+        (tg.CosOp, torch.cos),
         (tg.SigmoidOp, torch.sigmoid),
         (tg.ReluOp, torch.relu),
     ]

@@ -219,3 +219,72 @@ def test_input_transposed_from_nhwc_cancels() -> None:
 
     after = check(build, {"x": rand(1, 6, 6, 3)}, reference)
     assert transposes(after) == 1  # only the one back to NCHW
+
+
+# --- pooled [1, C, 1, 1] feature maps (issue 11) -------------------------------------
+# After a global average pool at batch 1 a feature map has the shape of a per-channel
+# bias. The pass used to view it to [C] as if it were one, and built a conv2d (NHWC)
+# with a rank-1 input: "expects a rank-4 NHWC input and HWIO weight, got [16] ...".
+
+
+def test_pooled_classifier_conv() -> None:
+    """Global average pool, then a 1x1 conv as the classifier (DenseNet's head)."""
+    w1, w2, b2 = rand(16, 8, 3, 3), rand(10, 16, 1, 1), rand(10)
+
+    def build(g: Graph, x: Value) -> Value:
+        pooled = g.reduce_mean(g.relu(g.conv2d(x, w1)), (2, 3), keepdims=True)
+        return g.conv2d(pooled, w2, b2)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        pooled = F.relu(F.conv2d(x, t(w1))).mean((2, 3), keepdim=True)
+        return F.conv2d(pooled, t(w2), t(b2))
+
+    after = check(build, {"x": rand(1, 8, 8, 8)}, reference)
+    assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d"]
+    assert not any(isinstance(op, tg.ViewOp) for op in after.walk())
+
+
+def test_squeeze_excitation_block() -> None:
+    """pool -> 1x1 conv -> relu -> 1x1 conv -> sigmoid -> mul with the feature map:
+    one chain through the mul, the pooled tensor entering it at rank 4."""
+    w, w1, b1 = rand(16, 8, 3, 3), rand(4, 16, 1, 1), rand(4)
+    w2, b2 = rand(16, 4, 1, 1), rand(16)
+
+    def build(g: Graph, x: Value) -> Value:
+        f = g.relu(g.conv2d(x, w, padding=1))
+        s = g.relu(g.conv2d(g.reduce_mean(f, (2, 3), keepdims=True), w1, b1))
+        return f * g.sigmoid(g.conv2d(s, w2, b2))
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        f = F.relu(F.conv2d(x, t(w), padding=1))
+        s = F.relu(F.conv2d(f.mean((2, 3), keepdim=True), t(w1), t(b1)))
+        return f * torch.sigmoid(F.conv2d(s, t(w2), t(b2)))
+
+    after = check(build, {"x": rand(1, 8, 6, 6)}, reference)
+    assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d", "tg.conv2d"]
+    # in: x and the pooled tensor; out: the feature map to the pool, the result
+    assert transposes(after) == 4
+
+
+def test_pooled_operands_of_an_elementwise_op() -> None:
+    """An add of two pooled tensors feeding a conv: both operands have the add's full
+    shape, so both are transposed; a pooled tensor that broadcasts against a conv's
+    output is still a [C] view."""
+    w = rand(8, 8, 1, 1)
+
+    def build(g: Graph, x: Value) -> Value:
+        a = g.reduce_mean(x, (2, 3), keepdims=True)
+        b = g.reduce_max(x, (2, 3), keepdims=True)
+        return g.conv2d(x, w) * a + g.conv2d(a + b, w)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        a, b = x.mean((2, 3), keepdim=True), x.amax((2, 3), keepdim=True)
+        return F.conv2d(x, t(w)) * a + F.conv2d(a + b, t(w))
+
+    after = check(build, {"x": rand(1, 8, 5, 5)}, reference)
+    assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d"]
+    views = [op for op in after.walk() if isinstance(op, tg.ViewOp)]
+    assert [tuple(op.result.type.get_shape()) for op in views] == [(8,)]

@@ -53,6 +53,8 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
             "tg.sqrt",
             "tg.tanh",
             "tg.erf",
+            "tg.sin",
+            "tg.cos",
             "tg.sigmoid",
             "tg.relu",
         )
@@ -296,6 +298,8 @@ ALLOWED_IN_KERNELS = (
     math.SqrtOp,
     math.TanhOp,
     math.ErfOp,
+    math.SinOp,
+    math.CosOp,
     memref.GetGlobalOp,
     func.ReturnOp,
 )

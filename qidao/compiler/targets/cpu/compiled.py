@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,14 +29,20 @@ class Compiled(CompiledProgram):
 
     def __init__(
         self,
-        stage_ir: dict[str, ModuleOp],
-        llvm_ir: str,
+        stage_ir: dict[str, ModuleOp] | None,
+        llvm_ir: str | None,
         jit: JitModule,
         native: NativeFunction,
         stats: dict[str, Any],
         mode: str = "graph",
+        weights: dict[str, np.ndarray[Any, Any]] | None = None,
+        recompile: Callable[[], CompiledProgram] | None = None,
+        more_ir: Callable[[], dict[str, ModuleOp]] | None = None,
     ) -> None:
-        super().__init__(stage_ir, stats, mode)
+        """``stage_ir`` and ``llvm_ir`` None: loaded from the compile cache;
+        ``recompile`` makes them when they are asked for."""
+        super().__init__(stage_ir, stats, mode, recompile, more_ir)
+        self._weights = weights  # the native code reads them: kept while it lives
         self._llvm_ir = llvm_ir
         self._jit = jit
         self.native = native
@@ -54,6 +61,8 @@ class Compiled(CompiledProgram):
         return self._call(*arrays)  # type: ignore[no-any-return]
 
     def _text(self, stage: str) -> str:
+        if self._llvm_ir is None:  # loaded from the cache: no IR of any kind
+            return self._rebuilt()._text(stage)
         if stage == "llvm":
             return self._llvm_ir
         if stage == "llvm-opt":
@@ -65,7 +74,13 @@ class Compiled(CompiledProgram):
         """Median time of each kernel over ``runs`` calls on ``arrays`` (after 3
         warm-up calls), and of the whole call; needs ``qidao.compile(...,
         profile=True)``. ``print(compiled.profile(x))`` prints the table."""
-        host = entry_function(self._stage_ir["scf"])
+        scf = self._stages and self._stage("scf")  # a cache hit is never profiled
+        if not scf:
+            raise ValueError(
+                "this model was compiled without profile=True: "
+                "qidao.compile(model, profile=True) times its kernels"
+            )
+        host = entry_function(scf)
         names = host.attributes.get(KERNELS_ATTR)
         if names is None:
             raise ValueError(
@@ -73,7 +88,9 @@ class Compiled(CompiledProgram):
                 "qidao.compile(model, profile=True) times its kernels"
             )
         assert isinstance(names, ArrayAttr)
-        labels = kernel_labels(self._stage_ir["affine"])
+        affine = self._stage("affine")
+        assert affine is not None
+        labels = kernel_labels(affine)
         kernels = [
             (n.data, labels.get(n.data, ""))
             for n in names.data

@@ -3,31 +3,112 @@
 ``llvm_ir_text`` translates the module (the ``llvm-dialect`` stage) to LLVM IR text
 for the host triple with xDSL's llvmlite translator (``xdsl.backend.llvm``); the
 stages before it are ``qidao.compiler.pipeline.PIPELINES["cpu"]``.
+
+A model's weights do not go through the text: ``emit_program`` takes every global
+larger than ``INLINE_BYTES`` out of the module, declares it
+(``@main_cst3 = external constant [9408 x float], align 64``) and returns its bytes
+in a 64-byte aligned array, which the JIT binds to the declaration
+(``qidao.runtime.cpu.jit_compile(..., symbols=...)``). Printing ResNet-50's 25
+million weights as LLVM constants, and LLVM parsing them back, took minutes; the
+small globals (scalars, index tables) stay inline, where LLVM can fold them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 from llvmlite import binding, ir
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, i1
+
+from qidao.passes.cpu.llvm.memref import ALIGNMENT
+
+INLINE_BYTES = 1024
+"""Globals up to this size are printed as LLVM constants; larger ones are weights."""
 
 
 def host_triple() -> str:
     return str(binding.get_process_triple())
 
 
+@dataclass
+class LlvmProgram:
+    """LLVM IR text and the weights its ``external`` globals name."""
+
+    text: str
+    weights: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+
+    def symbols(self) -> dict[str, int]:
+        """Each weight's name and the address of its bytes (valid while ``self``
+        lives)."""
+        return {name: int(a.ctypes.data) for name, a in self.weights.items()}
+
+
 def llvm_ir_text(module: ModuleOp) -> str:
-    """LLVM IR text of an llvm-dialect module, for the host triple.
+    """LLVM IR text of an llvm-dialect module, for the host triple, every global
+    defined in it (self-contained: the tests JIT it alone).
 
     Values keep the names they had in the IR (``%x``, loop counters ``%i``) and
     blocks are numbered ``bb0, bb1, ...`` as in the llvm dialect, so the text reads
     side by side with the stage before it.
     """
+    return _translate(module, set())
+
+
+def emit_program(
+    module: ModuleOp, inline_bytes: int = INLINE_BYTES, copy_weights: bool = True
+) -> LlvmProgram:
+    """LLVM IR text of ``module`` with its weights (globals over ``inline_bytes``)
+    declared ``external`` and returned beside it (``copy_weights=False``: their
+    names only, each with an empty array). Changes ``module``: the weights'
+    ``llvm.mlir.global`` ops lose their values."""
+    weights: dict[str, np.ndarray[Any, Any]] = {}
+    for op in list(module.ops):
+        if not isinstance(op, llvm.GlobalOp):
+            continue
+        value = op.value
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            continue
+        if len(value.data.data) <= inline_bytes:
+            continue
+        data = aligned_bytes(value) if copy_weights else np.empty(0, np.uint8)
+        declaration = llvm.GlobalOp(
+            op.global_type,
+            op.sym_name.data,
+            "external",
+            constant=op.constant is not None,
+        )
+        module.body.block.insert_op_before(declaration, op)
+        module.body.block.erase_op(op)
+        weights[op.sym_name.data] = data
+    return LlvmProgram(_translate(module, set(weights)), weights)
+
+
+def aligned_bytes(value: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
+    """The bytes of a dense constant as the kernels read them (a bool as 0 or 1),
+    in a 64-byte aligned array."""
+    flat = np.frombuffer(value.data.data, dtype=np.uint8)
+    if value.get_element_type() == i1:  # bytes 0, 1 (a parsed `true` is 0xff)
+        flat = (flat != 0).astype(np.uint8)
+    buffer = np.empty(flat.size + ALIGNMENT, dtype=np.uint8)
+    start = -buffer.ctypes.data % ALIGNMENT
+    aligned = buffer[start : start + flat.size]
+    aligned[:] = flat
+    return aligned
+
+
+def _translate(module: ModuleOp, external: set[str]) -> str:
     ir_module = convert_module(module, fallback_target_triple=host_triple())
     for op in module.ops:
         if isinstance(op, llvm.FuncOp) and op.body.blocks:
             _name_values(op, ir_module.get_global(op.sym_name.data))
+    for name in external:
+        variable = ir_module.get_global(name)
+        assert isinstance(variable, ir.GlobalVariable)
+        variable.align = ALIGNMENT  # emit_program's arrays are aligned to it
     return str(ir_module)
 
 

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.compiler.cache import CacheError, Entry
+from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.debug import emit
 from qidao.compiler.host import ENTRY, host_stats, signature
 from qidao.compiler.options import Settings
+from qidao.compiler.pipeline import SCHEDULE_STAGE, run_stages, stages
 from qidao.compiler.schedule import Schedule, ScheduleSpec
 from qidao.compiler.targets.cpu.compiled import Compiled
 from qidao.compiler.targets.cpu.defaults import default_schedule
-from qidao.compiler.targets.cpu.emit import llvm_ir_text
+from qidao.compiler.targets.cpu.lower import lower
 from qidao.passes.schedule.bind import refuse_gpu_bindings
-from qidao.runtime.cpu import jit_compile
-from qidao.runtime.executor import NativeFunction, ndarray_entry_ir
+from qidao.runtime.cpu import JitError, JitModule, jit_compile, uses_openmp
+from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
 from qidao.runtime.profile import RUNTIME_IR
 
 HOST_STAGE = "schedule"
@@ -28,6 +32,8 @@ class CpuTarget:
     """LLVM IR, JIT-compiled for the host CPU."""
 
     name = "cpu"
+    cache = True
+    """Compiled programs go to the compile cache (``qidao.compiler.cache``)."""
     options: dict[str, Any] = {"opt_level": 3, "records": None, "profile": False}
 
     def check(self, settings: Settings) -> None:
@@ -63,23 +69,34 @@ class CpuTarget:
         seconds: dict[str, float],
         applied: dict[str, Any],
     ) -> Compiled:
+        """Run the CPU stages below the schedule (``lower.py``: spread over
+        processes for a model with many kernels), emit LLVM IR, JIT-compile it."""
         profile = bool(settings.options["profile"])
         inputs, outputs = signature(stage_ir["input"])
+        below = stages(self.name, SCHEDULE_STAGE)[1:]
+        below = tuple(stage for stage in below if not stage.text)
+        scheduled = stage_ir[SCHEDULE_STAGE]
+        lowered = lower(module, below, settings)
+        seconds.update(lowered.seconds)
+        texts = list(lowered.texts)
+        texts[0] += ndarray_entry_ir(ENTRY, len(inputs) + len(outputs))
         start = time.perf_counter()
-        llvm_ir = llvm_ir_text(module)
-        seconds["emit-llvm"] = time.perf_counter() - start
-        start = time.perf_counter()
+        symbols = {n: int(a.ctypes.data) for n, a in lowered.weights.items()}
         jit = jit_compile(
-            llvm_ir + ndarray_entry_ir(ENTRY, len(inputs) + len(outputs)),
+            texts,
             opt_level=int(settings.options["opt_level"]),
             runtime_ir=RUNTIME_IR if profile else None,
+            symbols=symbols,
+            keep_object=True,
         )
         native = NativeFunction(jit, ENTRY, inputs, outputs)
         seconds["jit"] = time.perf_counter() - start
+        llvm_ir = jit.linked_ir or texts[0]
         stats: dict[str, Any] = {
             **host_stats(stage_ir[HOST_STAGE]),
             "threads": settings.threads,
             "compile_seconds": seconds,
+            "compile_processes": lowered.processes,
             **applied,
         }
         if settings.debug >= 2:
@@ -95,7 +112,66 @@ class CpuTarget:
                 f"traffic {stats['traffic_bytes']:,} bytes; "
                 + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()),
             )
-        return Compiled(stage_ir, llvm_ir, jit, native, stats, settings.mode)
+
+        def more_ir() -> dict[str, ModuleOp]:  # the same stages on the same IR
+            return run_stages(
+                scheduled.clone(),
+                below,
+                mode=settings.mode,
+                settings=settings.values(),
+                verify=settings.verify,
+            )
+
+        compiled = Compiled(
+            stage_ir, llvm_ir, jit, native, stats, settings.mode, lowered.weights
+        )
+        compiled.set_more_ir(more_ir)
+        return compiled
+
+    def to_entry(self, compiled: CompiledProgram) -> Entry:
+        """What the compile cache keeps of ``compiled``: machine code, weights,
+        signature, stats."""
+        assert isinstance(compiled, Compiled)
+        jit = compiled._jit
+        assert jit.object_code is not None and jit.source_ir is not None
+        meta = {
+            "target": self.name,
+            "mode": compiled.mode,
+            "inputs": [_spec_json(s) for s in compiled.inputs],
+            "outputs": [_spec_json(s) for s in compiled.outputs],
+            "uses_openmp": uses_openmp(jit.source_ir),
+            "stats": compiled.stats,
+        }
+        return Entry(jit.object_code, compiled._weights or {}, meta)
+
+    def from_entry(
+        self, entry: Entry, recompile: Callable[[], CompiledProgram]
+    ) -> Compiled:
+        """The compiled program in a cache entry, loaded; its IR is made by
+        ``recompile`` if it is asked for."""
+        meta = entry.meta
+        if meta.get("target") != self.name:
+            raise CacheError(f"it is for target {meta.get('target')!r}")
+        try:
+            inputs = [TensorSpec(**s) for s in meta["inputs"]]
+            outputs = [TensorSpec(**s) for s in meta["outputs"]]
+            stats = dict(meta["stats"])
+            mode = str(meta["mode"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise CacheError(f"its signature does not read ({e})") from e
+        symbols = {n: int(a.ctypes.data) for n, a in entry.weights.items()}
+        try:
+            jit = JitModule.from_object(
+                entry.code, symbols, bool(meta.get("uses_openmp"))
+            )
+        except JitError as e:
+            raise CacheError(str(e)) from e
+        native = NativeFunction(jit, ENTRY, inputs, outputs)
+        return Compiled(None, None, jit, native, stats, mode, entry.weights, recompile)
+
+
+def _spec_json(spec: TensorSpec) -> dict[str, Any]:
+    return {"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype}
 
 
 TARGET = CpuTarget()

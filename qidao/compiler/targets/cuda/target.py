@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.compiler.cache import Entry
+from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.debug import emit
 from qidao.compiler.options import Settings
 from qidao.compiler.schedule import Schedule, ScheduleSpec
@@ -22,6 +25,8 @@ class CudaTarget:
     """CUDA C and a launch plan, built by nvcc and launched with pycuda."""
 
     name = "cuda"
+    cache = False
+    """Not cached: nvcc builds the CUDA C when the program is first called."""
     options: dict[str, Any] = {"device": "cuda", "opt_level": 3}
     """``device`` (``DEVICES``), opened on the first call; ``opt_level`` is taken
     for the CPU's sake and ignored (nvcc builds with -O3)."""
@@ -82,6 +87,14 @@ class CudaTarget:
         return CompiledCuda(
             stage_ir, program, stats, settings.mode, settings.options["device"]
         )
+
+    def to_entry(self, compiled: CompiledProgram) -> Entry:
+        raise NotImplementedError("the CUDA target is not cached")
+
+    def from_entry(
+        self, entry: Entry, recompile: Callable[[], CompiledProgram]
+    ) -> CompiledProgram:
+        raise NotImplementedError("the CUDA target is not cached")
 
 
 TARGET = CudaTarget()

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     Float32Type,
     Float64Type,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -203,6 +204,9 @@ def _constant(op: Operation, fl: FunctionLowering) -> None:
             value = IntegerAttr(value.value.data, i64)
         if isinstance(t, IntegerType) and t.width.data == 1:
             value = IntegerAttr(value.value.data & 1, t)
+    if isinstance(value, IntegerAttr | FloatAttr):
+        fl.bind(op.result, fl.scalar_constant(value, t))
+        return
     new = fl.emit_value(llvm.ConstantOp(value, t))
     fl.bind(op.result, new)
 

@@ -77,6 +77,10 @@ class FunctionLowering:
         self.values: dict[SSAValue, SSAValue] = {}
         self.blocks: dict[Block, Block] = {}
         self.block: Block = Block()
+        self.constants: dict[tuple[Attribute, str], SSAValue] = {}
+        """Scalar constants made so far, at the top of the entry block: one
+        ``llvm.mlir.constant`` per value and type in a function (index arithmetic
+        asked for the same strides thousands of times)."""
 
     def get(self, value: SSAValue) -> SSAValue:
         if value not in self.values:
@@ -107,14 +111,34 @@ class FunctionLowering:
 
     def const(self, value: int | float, t: Attribute = i64) -> SSAValue:
         t = convert_type(t)
-        attr: Attribute
+        attr: IntegerAttr | FloatAttr
         if isinstance(t, IntegerType):
             attr = IntegerAttr(int(value), t)
         elif isinstance(t, AnyFloat):
             attr = FloatAttr(float(value), t)
         else:
             raise LoweringError(f"convert-to-llvm: no constant of type {t}")
-        return self.emit_value(llvm.ConstantOp(attr, t))
+        return self.scalar_constant(attr, t)
+
+    def scalar_constant(self, attr: IntegerAttr | FloatAttr, t: Attribute) -> SSAValue:
+        """The ``llvm.mlir.constant`` of ``attr`` (type ``t``) in the entry block,
+        made once per function."""
+        key = (t, repr(attr.value.data))  # repr: -0.0 and 0.0 stay apart
+        known = self.constants.get(key)
+        if known is not None:
+            return known
+        op = llvm.ConstantOp(attr, t)
+        entry = self.region.blocks[0]
+        if self.constants:  # after the last one: in the order they were asked for
+            last = next(reversed(self.constants.values())).owner
+            assert isinstance(last, Operation)
+            entry.insert_op_after(op, last)
+        elif entry.first_op is None:
+            entry.add_op(op)
+        else:
+            entry.insert_op_before(op, entry.first_op)
+        self.constants[key] = op.result
+        return op.result
 
     def call_extern(
         self, name: str, args: Sequence[SSAValue], result: Attribute | None

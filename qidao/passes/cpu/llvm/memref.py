@@ -83,11 +83,16 @@ def element_address(
     base: SSAValue,
     indices: Sequence[SSAValue],
 ) -> SSAValue:
-    """``base + offset + sum(index * stride)`` as one inbounds GEP on the element type."""
+    """``base + offset + sum(index * stride)`` as one inbounds GEP on the element
+    type; constant indices fold into the offset."""
     strides, offset = static_layout(t)
     linear: SSAValue | None = None
     for index, stride in zip(indices, strides, strict=True):
         if stride == 0:
+            continue
+        known = _known_index(index)
+        if known is not None:
+            offset += known * stride
             continue
         term = index
         if stride != 1:
@@ -113,6 +118,14 @@ def element_address(
         inbounds=True,
     )
     return fl.emit_value(gep)
+
+
+def _known_index(value: SSAValue) -> int | None:
+    """The value of an index that is an ``llvm.mlir.constant``, else None."""
+    owner = value.owner
+    if isinstance(owner, llvm.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return int(owner.value.value.data)
+    return None
 
 
 def footprint(t: MemRefType[Attribute]) -> int:

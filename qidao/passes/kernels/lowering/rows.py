@@ -191,7 +191,16 @@ def lower_row_group(
         row.store(outputs)
 
 
-_TRANSCENDENTAL = (tg.ExpOp, tg.LogOp, tg.TanhOp, tg.ErfOp, tg.SigmoidOp, tg.SqrtOp)
+_TRANSCENDENTAL = (
+    tg.ExpOp,
+    tg.LogOp,
+    tg.TanhOp,
+    tg.ErfOp,
+    tg.SinOp,
+    tg.CosOp,
+    tg.SigmoidOp,
+    tg.SqrtOp,
+)
 
 
 def _stash_plan(

@@ -16,6 +16,7 @@ max min                   maximumf minimumf       maxsi minsi
 neg abs relu              negf, absf, maximumf    ``0 - x``, select, maxsi
 pow                       powf                    (floats only)
 exp log sqrt tanh erf     math.*                  (floats only)
+sin cos
 less ... not_equal        cmpf olt ole ogt oge    cmpi slt sle sgt sge eq ne
                           oeq une
 logical_and/or/xor/not                            andi ori xori, ``xori x, true``
@@ -182,6 +183,8 @@ UNARY: dict[type[Operation], Unary] = {
     tg.SqrtOp: lambda em, x: em.value(math.SqrtOp(x)),
     tg.TanhOp: lambda em, x: em.value(math.TanhOp(x)),
     tg.ErfOp: lambda em, x: em.value(math.ErfOp(x)),
+    tg.SinOp: lambda em, x: em.value(math.SinOp(x)),
+    tg.CosOp: lambda em, x: em.value(math.CosOp(x)),
     tg.SigmoidOp: _sigmoid,
     tg.ReluOp: _relu,
     tg.LogicalNotOp: lambda em, x: em.value(arith.XOrIOp(x, em.constant(1, x.type))),

@@ -396,6 +396,37 @@ def test_emulated_conv_bound_to_blocks_and_threads() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def sin_cos_graph(dtype: str, n: int = 1000) -> tuple[Graph, Arrays, Arrays]:
+    """sin(x) and cos(x) * x over ``n`` values of ``dtype``, big angles included."""
+    g = Graph("main")
+    x = g.input("x", (n,), dtype)
+    g.output(g.sin(x), g.cos(x) * x)
+    xs = np.random.default_rng(5).uniform(-1e3, 1e3, n).astype(dtype)
+    wide = xs.astype(np.float64)
+    return g, [xs], [np.sin(wide).astype(dtype), (np.cos(wide) * wide).astype(dtype)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sin_cos_emit_the_c_functions_of_their_type(dtype: str) -> None:
+    g, _, _ = sin_cos_graph(dtype)
+    source = qidao.compile(g, target="cuda").ir("cuda")
+    suffix = "f" if dtype == "float32" else ""
+    assert f"sin{suffix}(" in source and f"cos{suffix}(" in source
+    if dtype == "float64":
+        assert "sinf(" not in source and "cosf(" not in source
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_emulated_sin_cos_match_numpy(dtype: str) -> None:
+    g, inputs, want = sin_cos_graph(dtype)
+    got = compile_cuda(g, device="emulate")(*inputs)
+    rtol = 1e-6 if dtype == "float32" else 1e-15
+    for got_, want_ in zip(got, want, strict=True):
+        assert got_.dtype == want_.dtype
+        np.testing.assert_allclose(got_, want_, rtol=rtol, atol=rtol)
+
+
 @needs_gxx
 def test_arguments_are_checked() -> None:
     g, schedule, inputs, _ = softmax_case()
@@ -580,6 +611,21 @@ def test_no_driver_and_no_pycuda_are_told_apart(
     assert (cuda_unavailable_reason() or "").startswith("pycuda is not installed")
     with pytest.raises(runtime_cuda.CudaUnavailableError, match="pycuda is not"):
         PycudaDevice()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_sin_cos_match_numpy(dtype: str) -> None:
+    """CUDA's sinf/cosf are within 2 ulp (sin/cos: 2 ulp of double) on any
+    argument, without --use_fast_math."""
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    g, inputs, want = sin_cos_graph(dtype)
+    got = qidao.compile(g, target="cuda")(*inputs)
+    rtol = 1e-6 if dtype == "float32" else 1e-15
+    for got_, want_ in zip(got, want, strict=True):
+        assert got_.dtype == want_.dtype
+        np.testing.assert_allclose(got_, want_, rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("name", sorted(TEST_WORKLOADS))

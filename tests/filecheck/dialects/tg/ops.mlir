@@ -49,6 +49,10 @@ func.func @unary(%x: tensor<4xf32>, %t: tensor<3x2xf32, strided<[1, 3]>>, %s: te
   %sqrt = tg.sqrt %s : tensor<f32> -> tensor<f32>
   // CHECK: %tanh = tg.tanh %x : tensor<4xf32> -> tensor<4xf32>
   %tanh = tg.tanh %x : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: %sin = tg.sin %x : tensor<4xf32> -> tensor<4xf32>
+  %sin = tg.sin %x : tensor<4xf32> -> tensor<4xf32>
+  // CHECK: %cos = tg.cos %x : tensor<4xf32> -> tensor<4xf32>
+  %cos = tg.cos %x : tensor<4xf32> -> tensor<4xf32>
   // CHECK: %sigmoid = tg.sigmoid %x : tensor<4xf32> -> tensor<4xf32>
   %sigmoid = tg.sigmoid %x : tensor<4xf32> -> tensor<4xf32>
   // A strided operand gives a fresh row-major result.

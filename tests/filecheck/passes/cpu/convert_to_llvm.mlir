@@ -14,10 +14,11 @@ func.func @load_index(%a: memref<4xf32> {llvm.noalias}, %i: index) -> f32 {
 // Strided layout with offset: base + offset + i*1 + j*4; stride-0 dims drop out.
 // CHECK-LABEL: llvm.func @strided(
 // CHECK-SAME:      %[[A:[a-z0-9_]+]]: !llvm.ptr, %[[B:[a-z0-9_]+]]: !llvm.ptr, %[[I:[a-z0-9_]+]]: i64, %[[J:[a-z0-9_]+]]: i64, %[[N:[a-z0-9_]+]]: i32) -> f64
+// Constants sit at the top of the entry block, once each, in the order asked for.
 // CHECK-NEXT:    %[[C4:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[C2:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %[[M:.*]] = llvm.mul %[[J]], %[[C4]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[S:.*]] = llvm.add %[[I]], %[[M]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[C2:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %[[O:.*]] = llvm.add %[[S]], %[[C2]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%[[O]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P]] : !llvm.ptr -> f64
@@ -28,6 +29,39 @@ func.func @strided(%a: memref<4x8xf64, strided<[1, 4], offset: 2>>, %b: memref<4
   %x = memref.load %a[%i, %j] : memref<4x8xf64, strided<[1, 4], offset: 2>>
   memref.store %n, %b[%i, %j] : memref<4x8xi32, strided<[0, 1]>>
   func.return %x : f64
+}
+
+// A constant index folds into the offset (row 2 of a 4x8 array: 16, plus j); one
+// llvm.mlir.constant per value for the whole function (the second `2 : index` is
+// the first); -0.0 and 0.0 stay two constants. The index constants left unused go
+// with the llvm-dialect stage's dce.
+// CHECK-LABEL: llvm.func @constant_index(
+// CHECK-SAME:      %[[A:[a-z0-9_]+]]: !llvm.ptr, %[[J:[a-z0-9_]+]]: i64) -> f32
+// CHECK-NEXT:    %row2 = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %col0 = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %zero = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK-NEXT:    %negzero = llvm.mlir.constant(-0.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[C16:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[O:.*]] = llvm.add %[[J]], %[[C16]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%[[O]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P]] : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %[[A]][%[[C16]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[Q]] : !llvm.ptr -> f32
+// CHECK-NOT:     llvm.mlir.constant
+// CHECK:         %signed = llvm.fadd %{{.*}}, %negzero : f32
+// CHECK-NEXT:    llvm.return
+func.func @constant_index(%a: memref<4x8xf32>, %j: index) -> f32 {
+  %row2 = arith.constant 2 : index
+  %col0 = arith.constant 0 : index
+  %zero = arith.constant 0.000000e+00 : f32
+  %negzero = arith.constant -0.000000e+00 : f32
+  %row = memref.load %a[%row2, %j] : memref<4x8xf32>
+  %corner = memref.load %a[%row2, %col0] : memref<4x8xf32>
+  %row2b = arith.constant 2 : index
+  %sum = arith.addf %row, %corner : f32
+  %clamped = arith.maximumf %sum, %zero : f32
+  %signed = arith.addf %clamped, %negzero : f32
+  func.return %signed : f32
 }
 
 // Unary math intrinsics are called by their mangled names, so f32 and f64 uses
@@ -80,6 +114,29 @@ func.func @float_ops(%x: f32, %y: f32) -> f32 {
   %c = arith.cmpf olt, %r, %x : f32
   %z = arith.select %c, %r, %x : f32
   func.return %z : f32
+}
+
+// sin and cos (tg.sin, tg.cos) are LLVM intrinsics named by their type, f32, f64 and
+// vectors alike (LLVM calls libm's sinf/sin/cosf/cos, lane by lane on vectors).
+// CHECK-LABEL: llvm.func @sin_cos(
+// CHECK-SAME:      %[[X:[a-z0-9_]+]]: f32, %[[D:[a-z0-9_]+]]: f64, %[[V:[a-z0-9_]+]]: vector<8xf32>, %[[P:[a-z0-9_]+]]: !llvm.ptr, %[[Q:[a-z0-9_]+]]: !llvm.ptr)
+// CHECK:         %[[S:.*]] = llvm.call_intrinsic "llvm.sin.f32"(%[[X]]) : (f32) -> f32
+// CHECK-NEXT:    %[[C:.*]] = llvm.call_intrinsic "llvm.cos.f32"(%[[S]]) : (f32) -> f32
+// CHECK-NEXT:    %[[S64:.*]] = llvm.call_intrinsic "llvm.sin.f64"(%[[D]]) : (f64) -> f64
+// CHECK-NEXT:    %[[C64:.*]] = llvm.call_intrinsic "llvm.cos.f64"(%[[S64]]) : (f64) -> f64
+// CHECK-NEXT:    %[[SV:.*]] = llvm.call_intrinsic "llvm.sin.v8f32"(%[[V]]) : (vector<8xf32>) -> vector<8xf32>
+// CHECK-NEXT:    %[[CV:.*]] = llvm.call_intrinsic "llvm.cos.v8f32"(%[[SV]]) : (vector<8xf32>) -> vector<8xf32>
+func.func @sin_cos(%x: f32, %d: f64, %v: vector<8xf32>, %p: memref<1xf64>, %q: memref<8xf32>) -> f32 {
+  %s = math.sin %x : f32
+  %c = math.cos %s : f32
+  %s64 = math.sin %d : f64
+  %c64 = math.cos %s64 : f64
+  %sv = math.sin %v : vector<8xf32>
+  %cv = math.cos %sv : vector<8xf32>
+  %i = arith.constant 0 : index
+  memref.store %c64, %p[%i] : memref<1xf64>
+  vector.store %cv, %q[%i] : memref<8xf32>, vector<8xf32>
+  func.return %c : f32
 }
 
 // cf blocks keep their arguments (index -> i64).

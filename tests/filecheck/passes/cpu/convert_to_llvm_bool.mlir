@@ -5,9 +5,9 @@
 // zero-extended byte, the address steps by bytes, and an i1 global holds bytes.
 
 // CHECK-LABEL: llvm.func @bool_load_store(%a: !llvm.ptr, %b: !llvm.ptr, %i: i64)
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i8) : i8
 // CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %a[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[BYTE:.*]] = llvm.load %[[P]] : !llvm.ptr -> i8
-// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i8) : i8
 // CHECK-NEXT:    %v = llvm.icmp "ne" %[[BYTE]], %[[ZERO]] : i8
 // CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %b[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    %[[OUT:.*]] = llvm.zext %v : i1 to i8

@@ -111,7 +111,7 @@ func.func @vector_is_left_alone(%x: vector<4xf32>) -> vector<4xf32> {
 }
 
 // Must not fire: math ops other than exp, log, tanh and erf (sqrt vectorizes as it
-// is; sin is not emitted by the tg lowering and keeps its libm call).
+// is; sin and cos, from tg.sin/tg.cos, keep their LLVM intrinsic: libm's sinf/cosf).
 // CHECK-LABEL: func.func @other_math_ops
 // CHECK-NEXT:    %s = math.sqrt %x : f32
 // CHECK-NEXT:    %r = math.sin %s : f32

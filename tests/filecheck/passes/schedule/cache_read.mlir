@@ -105,8 +105,7 @@ func.func private @k_tail(%w: memref<10xf32> {llvm.noalias}, %out: memref<10xf32
 // in the function's entry block (constant stack space however long the loop runs).
 // LLVM-LABEL: llvm.func @k_llvm(
 // LLVM-NOT:     ^bb
-// LLVM:         %[[N:.*]] = llvm.mlir.constant(8) : i64
-// LLVM-NEXT:    %[[P:.*]] = llvm.alloca %[[N]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// LLVM:         %[[P:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
 // LLVM-NEXT:    %w_pack = llvm.bitcast %[[P]] : !llvm.ptr to !llvm.ptr
 // LLVM-NEXT:    llvm.br ^bb1
 // LLVM-NOT:     llvm.alloca
