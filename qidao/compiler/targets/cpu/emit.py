@@ -41,10 +41,11 @@ class LlvmProgram:
     text: str
     weights: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
 
-    def symbols(self) -> dict[str, int]:
-        """Each weight's name and the address of its bytes (valid while ``self``
-        lives)."""
-        return {name: int(a.ctypes.data) for name, a in self.weights.items()}
+
+def weight_symbols(weights: dict[str, np.ndarray[Any, Any]]) -> dict[str, int]:
+    """Each weight's name and the address of its bytes (valid while the arrays
+    live): what ``jit_compile(..., symbols=)`` binds the declarations to."""
+    return {name: int(a.ctypes.data) for name, a in weights.items()}
 
 
 def llvm_ir_text(module: ModuleOp) -> str:

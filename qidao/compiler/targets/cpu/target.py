@@ -17,6 +17,7 @@ from qidao.compiler.pipeline import SCHEDULE_STAGE, run_stages, stages
 from qidao.compiler.schedule import Schedule, ScheduleSpec
 from qidao.compiler.targets.cpu.compiled import Compiled
 from qidao.compiler.targets.cpu.defaults import default_schedule
+from qidao.compiler.targets.cpu.emit import weight_symbols
 from qidao.compiler.targets.cpu.lower import lower
 from qidao.passes.schedule.bind import refuse_gpu_bindings
 from qidao.runtime.cpu import JitError, JitModule, jit_compile, uses_openmp
@@ -81,7 +82,7 @@ class CpuTarget:
         texts = list(lowered.texts)
         texts[0] += ndarray_entry_ir(ENTRY, len(inputs) + len(outputs))
         start = time.perf_counter()
-        symbols = {n: int(a.ctypes.data) for n, a in lowered.weights.items()}
+        symbols = weight_symbols(lowered.weights)
         jit = jit_compile(
             texts,
             opt_level=int(settings.options["opt_level"]),
@@ -159,7 +160,7 @@ class CpuTarget:
             mode = str(meta["mode"])
         except (KeyError, TypeError, ValueError) as e:
             raise CacheError(f"its signature does not read ({e})") from e
-        symbols = {n: int(a.ctypes.data) for n, a in entry.weights.items()}
+        symbols = weight_symbols(entry.weights)
         try:
             jit = JitModule.from_object(
                 entry.code, symbols, bool(meta.get("uses_openmp"))
