@@ -23,6 +23,7 @@ at its first call instead, specialized on those values and shapes
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
@@ -40,6 +41,7 @@ from qidao.compiler.cache import (
     model_digest,
 )
 from qidao.compiler.compiled import CompiledModel, CompiledProgram
+from qidao.compiler.conv_algo import measured_choice
 from qidao.compiler.models import load_model, with_weights
 from qidao.compiler.options import Settings, check_settings
 from qidao.compiler.pipeline import (
@@ -52,6 +54,7 @@ from qidao.compiler.pipeline import (
 from qidao.compiler.schedule import ScheduleSpec, apply_schedule
 from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
+from qidao.passes.graph.select_conv_algo import algo_report, set_measure
 from qidao.runtime.cpu import host_cpu
 
 __all__ = ["MODES", "Compiled", "CompiledModel", "compile"]
@@ -229,6 +232,9 @@ def _build(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
         schedule=_schedule_hook(backend.schedule(settings, applied), backend, applied),
         seconds=seconds,
     )
+    conv_algo = algo_report(stage_ir["tg"]) if "tg" in stage_ir else {}
+    if conv_algo:
+        applied["conv_algo"] = conv_algo
     return backend.build(module, stage_ir, settings, seconds, applied)
 
 
@@ -246,3 +252,6 @@ def _schedule_hook(
         applied["schedule"] = scheduled.python()
 
     return hook
+
+
+set_measure(functools.partial(measured_choice, compile))  # algo="benchmark"

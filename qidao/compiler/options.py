@@ -21,11 +21,13 @@ COMMON_OPTIONS: dict[str, Any] = {
     "debug": None,
     "schedule": "default",
     "verify": None,
+    "algo": "auto",
 }
 """Options every target takes, with their defaults: ``fuse`` (the fusion pass in
 graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
-a function of a ``Schedule``, a trace, or None) and ``verify`` (``"stage"`` or
-``"each"``)."""
+a function of a ``Schedule``, a trace, or None), ``verify`` (``"stage"`` or
+``"each"``) and ``algo`` (each convolution's algorithm: ``"auto"``, ``"benchmark"``
+or one of ``qidao.passes.graph.select_conv_algo.ALGORITHMS``)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def check_settings(
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     merged = {**known, **options}
+    _check_algo(merged["algo"])
     return Settings(
         target=target,
         mode=mode,
@@ -78,3 +81,12 @@ def check_settings(
         verify=verify_policy(merged["verify"]),
         options=merged,
     )
+
+
+def _check_algo(algo: object) -> None:
+    from qidao.passes.graph.select_conv_algo import MODES
+
+    if algo not in MODES:
+        raise ValueError(
+            f"algo must be one of {', '.join(repr(m) for m in MODES)}, got {algo!r}"
+        )

@@ -97,14 +97,17 @@ class Schedule:
         self._ctx = make_context()
 
     @classmethod
-    def for_model(cls, model: Any, mode: str = "graph", fuse: bool = True) -> Schedule:
+    def for_model(
+        cls, model: Any, mode: str = "graph", fuse: bool = True, algo: str = "auto"
+    ) -> Schedule:
         """Compile ``model`` (anything ``qidao.compile`` takes) to the ``affine``
-        stage and wrap it."""
+        stage and wrap it (``algo``: the convolutions' algorithm, as
+        ``qidao.compile``'s)."""
         affine = run_stages(
             load_model(model),
             stages(last="affine"),
             mode=mode,
-            settings={"fuse": fuse},
+            settings={"fuse": fuse, "algo": algo},
         )["affine"]
         return cls(affine)
 
@@ -135,6 +138,13 @@ class Schedule:
         """``loop`` -> ``<loop>_o`` over ``ceildiv(N, factor)`` tiles and ``<loop>_i``
         within one (see ``qidao/passes/schedule/split.py``); returns their names."""
         return f"{loop}_o", f"{loop}_i"
+
+    @primitive("peel")
+    def peel(self, kernel: str, loop: str) -> str:
+        """Run the last iteration of ``loop`` in a copy ``<loop>_t`` (its loops
+        renamed ``<name>_t``), so ``split``'s ``min`` bounds become constants in
+        both parts (see ``qidao/passes/schedule/peel.py``); returns the copy's name."""
+        return f"{loop}_t"
 
     @primitive("reorder")
     def reorder(self, kernel: str, *loops: str) -> None:

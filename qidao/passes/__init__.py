@@ -3,11 +3,12 @@
 ==============  ==========================================================================
 folder          the passes
 ==============  ==========================================================================
-``graph/``      tg -> tg: fold-constants, simplify, layout, materialize-padding, fuse
+``graph/``      tg -> tg: fold-constants, simplify, layout, select-conv-algo,
+                materialize-padding, fuse, collapse-matmul-batch
 ``kernels/``    tg -> kernels over memrefs: convert-tg-to-affine (one lowering per op
                 family in ``kernels/lowering/``), plan-memory
-``schedule/``   affine loops -> affine loops: the schedule primitives (split, reorder,
-                vectorize, parallel, bind, cache-read, ...) and the loop library they
+``schedule/``   affine loops -> affine loops: the schedule primitives (split, peel,
+                reorder, vectorize, parallel, bind, cache-read, ...) and the loop library they
                 share (``schedule/loops/``: loop lookup, rewriting, footprints)
 ``cpu/``        affine -> llvm dialect: expand-math, lower-affine,
                 convert-parallel-to-gomp, convert-to-llvm (patterns in ``cpu/llvm/``)

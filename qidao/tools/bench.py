@@ -13,6 +13,11 @@ Backends:
   ``qidao:none`` (the loops as lowered) or ``qidao:PATH`` (the trace in the file
   PATH, as ``s.split(...)`` lines or a pipeline). Several of them in one run put
   schedules side by side, each against the same PyTorch median.
+- ``qidao:algo=ALGO``: the same with ``algo=ALGO`` (each convolution's algorithm:
+  ``direct``, ``winograd``, ``im2col``, ``matmul``, ``benchmark``; see
+  ``qidao/passes/graph/select_conv_algo.py``). The book's "same model, two kernel
+  choices": ``qidao bench conv3x3 --backends torch qidao:algo=direct
+  qidao:algo=winograd``.
 - ``qidao-raw``: the same native function through a bare ctypes call on integer
   addresses of preallocated buffers: the floor that ``qidao`` pays its checks and
   its output allocation on top of.
@@ -58,13 +63,21 @@ def check_backend(backend: str) -> str:
     if backend in BACKENDS:
         return backend
     _, colon, spec = backend.partition(":")
+    if backend.startswith("qidao:algo="):
+        from qidao.passes.graph.select_conv_algo import MODES
+
+        if spec.removeprefix("algo=") not in MODES:
+            raise ValueError(
+                f"backend '{backend}': algo must be one of {', '.join(MODES)}"
+            )
+        return backend
     if backend.startswith("qidao:") and (spec == "none" or Path(spec).is_file()):
         return backend
     if colon and backend.startswith("qidao:"):
         raise ValueError(f"backend '{backend}': no trace file '{spec}'")
     raise ValueError(
         f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}, "
-        "qidao:none or qidao:PATH (a schedule trace file)"
+        "qidao:none, qidao:PATH (a schedule trace file) or qidao:algo=ALGO"
     )
 
 
@@ -72,9 +85,16 @@ def schedule_of(backend: str) -> Any:
     """The ``schedule=`` a qidao backend compiles with: the default, None for
     ``qidao:none``, or the text of ``qidao:PATH``'s file."""
     spec = backend.partition(":")[2]
-    if not spec:
+    if not spec or spec.startswith("algo="):
         return "default"
     return None if spec == "none" else Path(spec).read_text()
+
+
+def algo_of(backend: str) -> str:
+    """The ``algo=`` a qidao backend compiles with (``qidao:algo=ALGO``, else
+    ``"auto"``)."""
+    spec = backend.partition(":")[2]
+    return spec.removeprefix("algo=") if spec.startswith("algo=") else "auto"
 
 
 @dataclass(frozen=True)
@@ -174,7 +194,10 @@ def run_worker(
 
         start = time.perf_counter()
         compiled = qidao.compile(
-            example.build(), threads=threads, schedule=schedule_of(backend)
+            example.build(),
+            threads=threads,
+            schedule=schedule_of(backend),
+            algo=algo_of(backend),
         )
         compile_s = time.perf_counter() - start
         assert isinstance(compiled, Compiled)  # a builder graph: the CPU target

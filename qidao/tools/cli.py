@@ -48,7 +48,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.stats:
         from qidao.tools.explain import stats_table
 
-        graph = _compile(args.model, args.debug, mode="graph", fuse=not args.no_fuse)
+        graph = _compile(
+            args.model,
+            args.debug,
+            mode="graph",
+            fuse=not args.no_fuse,
+            algo=args.algo,
+        )
         eager = _compile(args.model, args.debug, mode="eager")
         print(stats_table(graph, eager))
         return 0
@@ -58,6 +64,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         args.debug,
         mode=args.mode,
         fuse=not args.no_fuse,
+        algo=args.algo,
         **({"target": args.target} if args.target != "cpu" else {}),
     )
     text = compiled.ir(args.emit)
@@ -87,7 +94,7 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    compiled = _compile(args.model, args.debug, mode=args.mode)
+    compiled = _compile(args.model, args.debug, mode=args.mode, algo=args.algo)
     inputs = _inputs(args, compiled)
     outputs = compiled(*inputs)
     for spec, out in zip(compiled.outputs, outputs, strict=True):
@@ -105,7 +112,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from qidao import Compiled
 
-    compiled = _compile(args.model, args.debug, profile=True, threads=args.threads)
+    compiled = _compile(
+        args.model, args.debug, profile=True, threads=args.threads, algo=args.algo
+    )
     if not isinstance(compiled, Compiled):
         raise SystemExit(
             f"qidao profile: {args.model} is compiled at its first call (integer "
@@ -235,6 +244,19 @@ def _add_tour(sub: Any) -> None:
     p.set_defaults(run=cmd_tour)
 
 
+def _algo_argument(p: argparse.ArgumentParser) -> None:
+    from qidao.passes.graph.select_conv_algo import MODES
+
+    p.add_argument(
+        "--algo",
+        default="auto",
+        choices=MODES,
+        help="each convolution's algorithm: auto (the rule), benchmark (time every "
+        "applicable one on this CPU, keep the fastest) or one algorithm wherever it "
+        "applies (default: auto)",
+    )
+
+
 def _add_compile(sub: Any) -> None:
     p = sub.add_parser("compile", help="compile a model and print one stage")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
@@ -260,6 +282,7 @@ def _add_compile(sub: Any) -> None:
     )
     _mode_argument(p)
     p.add_argument("--no-fuse", action="store_true", help="skip the fusion pass")
+    _algo_argument(p)
     p.add_argument("-o", "--output", help="write the stage to this file")
     p.set_defaults(run=cmd_compile)
 
@@ -271,6 +294,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     p.add_argument("--save", help="write the outputs to this .npz")
     _mode_argument(p)
+    _algo_argument(p)
     p.set_defaults(run=cmd_run)
 
 
@@ -281,6 +305,7 @@ def _add_profile(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     p.add_argument("--threads", type=int, default=None, help="default: all cores")
     p.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
+    _algo_argument(p)
     p.set_defaults(run=cmd_profile)
 
 
@@ -374,13 +399,18 @@ def _add_zoo(sub: Any) -> None:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     from qidao.compiler.cache import CompileCache, cache_enabled
+    from qidao.compiler.conv_algo import records_path
 
     cache = CompileCache()
+    algo_records = records_path()
     if args.action == "clear":
         removed = cache.clear()
         print(
             f"removed {removed} entr{'y' if removed == 1 else 'ies'} from {cache.root}"
         )
+        if algo_records.is_file():
+            algo_records.unlink()
+            print(f"removed the measured convolution algorithms ({algo_records})")
         return 0
     info = cache.info()
     state = "on" if cache_enabled() else "off (QIDAO_CACHE)"
@@ -388,6 +418,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
     print(f"entries: {info['entries']}")
     print(f"size:    {info['bytes'] / 2**20:.1f} MiB")
     print(f"cache:   {state}")
+    if algo_records.is_file():
+        lines = len(algo_records.read_bytes().splitlines())
+        print(f"algo:    {lines} measured convolution(s) in {algo_records}")
     return 0
 
 

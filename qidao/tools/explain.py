@@ -67,7 +67,20 @@ def stats_table(compiled: Compiled, eager: Compiled | None = None) -> str:
     for stage in list(after) + [s for s in before if s not in after]:
         lines.append(f"{stage:<28} {_ms(before, stage):>14} {_ms(after, stage):>14}")
     lines.append(f"{'total':<28} {_ms_total(before):>14} {_ms_total(after):>14}")
+    lines += conv_algo_lines(compiled)
     return "\n".join(lines)
+
+
+def conv_algo_lines(compiled: Compiled) -> list[str]:
+    """The algorithm each convolution got and why (``stats["conv_algo"]``: graph
+    mode's ``select-conv-algo``), or nothing for a model without convolutions."""
+    algos = compiled.stats.get("conv_algo") or {}
+    if not algos:
+        return []
+    width = max(len(name) for name in algos)
+    lines = ["", f"convolution algorithms ({len(algos)}, algo= chooses):"]
+    lines += [f"  {name:<{width}}  {why}" for name, why in algos.items()]
+    return lines
 
 
 def _one_mode(compiled: Compiled) -> str:
@@ -81,6 +94,7 @@ def _one_mode(compiled: Compiled) -> str:
         f"{'compile time':<26} : "
         + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in secs.items())
     )
+    lines += conv_algo_lines(compiled)
     return "\n".join(lines)
 
 

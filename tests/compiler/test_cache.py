@@ -237,8 +237,16 @@ def test_the_cache_command(cache_dir: Path, capsys: pytest.CaptureFixture[str]) 
     assert f"path:    {cache_dir / 'v1'}" in out
     assert "entries: 1" in out
     assert "cache:   on" in out
+    assert "algo:" not in out  # no convolution measured yet
+    records = cache_dir / "conv-algo.jsonl"  # what algo="benchmark" appends to
+    records.write_text('{"choice": "direct"}\n{"choice": "winograd"}\n')
+    assert main(["cache", "info"]) == 0
+    assert f"algo:    2 measured convolution(s) in {records}" in capsys.readouterr().out
     assert main(["cache", "clear"]) == 0
-    assert f"removed 1 entry from {cache_dir / 'v1'}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"removed 1 entry from {cache_dir / 'v1'}" in out
+    assert f"removed the measured convolution algorithms ({records})" in out
+    assert not records.exists()
     assert CompileCache(cache_dir).entries() == []
     with pytest.raises(SystemExit):
         main(["cache", "purge"])

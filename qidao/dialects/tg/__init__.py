@@ -74,6 +74,7 @@ from qidao.dialects.tg.nn import (
 )
 from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
+from qidao.dialects.tg.winograd import WinogradInputOp, WinogradOutputOp
 
 COMPARE_OPS: tuple[type[CompareOp], ...] = (
     LessOp,
@@ -154,6 +155,8 @@ TG = Dialect(
         TanhOp,
         TransposeOp,
         ViewOp,
+        WinogradInputOp,
+        WinogradOutputOp,
         YieldOp,
     ],
     [],
@@ -225,5 +228,7 @@ __all__ = [
     "TransposeOp",
     "UnaryElementwiseOp",
     "ViewOp",
+    "WinogradInputOp",
+    "WinogradOutputOp",
     "YieldOp",
 ]

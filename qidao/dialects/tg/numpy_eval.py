@@ -86,6 +86,7 @@ from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxO
 from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
 from qidao.dialects.tg.types import dtype_name, shape_of
+from qidao.dialects.tg.winograd import AT, BT, WinogradInputOp, WinogradOutputOp
 
 Array = np.ndarray[Any, Any]
 Evaluator = Callable[[Operation, list[Array]], list[Array]]
@@ -504,6 +505,32 @@ def _batch_norm(op: Operation, xs: list[Array]) -> list[Array]:
     return [scale.reshape(channel) * centered / std + bias.reshape(channel)]
 
 
+def _winograd_input(op: Operation, xs: list[Array]) -> list[Array]:
+    """Every 6x6 tile ``d`` (stride 4) of each channel as ``BT d BT^T``, tile-major
+    ``[T, 36, C]``."""
+    assert isinstance(op, WinogradInputOp)
+    th, tw = op.tile_counts()
+    x = xs[0]
+    rows = np.arange(th)[:, None] * 4 + np.arange(6)  # [TH, 6]
+    cols = np.arange(tw)[:, None] * 4 + np.arange(6)  # [TW, 6]
+    d = x[:, rows[:, :, None, None], cols[None, None, :, :], :]  # n,th,i,tw,j,c
+    v = np.einsum("ai,ntiujc,bj->ntuabc", BT, d, BT)
+    return [v.reshape(-1, 36, x.shape[3]).astype(x.dtype)]
+
+
+def _winograd_output(op: Operation, xs: list[Array]) -> list[Array]:
+    """Every tile ``m`` of each output channel as ``AT m AT^T`` (+ bias), placed at
+    its 4x4 pixels."""
+    assert isinstance(op, WinogradOutputOp)
+    n, th, tw = op.tile_counts()
+    m = xs[0].reshape(6, 6, n, th, tw, -1)
+    y = np.einsum("ia,abntuf,jb->ntiujf", AT, m, AT)
+    y = y.reshape(n, 4 * th, 4 * tw, m.shape[-1])
+    if len(xs) > 1:
+        y = y + xs[1]
+    return [y.astype(xs[0].dtype)]
+
+
 def _fused(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, FusedOp)
     block = op.body.block
@@ -538,6 +565,8 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     AvgPool2dOp: _avg_pool2d,
     BatchNormOp: _batch_norm,
     FusedOp: _fused,
+    WinogradInputOp: _winograd_input,
+    WinogradOutputOp: _winograd_output,
 }
 
 

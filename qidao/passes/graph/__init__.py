@@ -1,3 +1,3 @@
 """Graph passes: tg -> tg, on whole tensors (fold-constants, simplify, layout,
-materialize-padding, fuse). xDSL's ``cse`` and ``dce`` act here too, because tg ops
-carry the ``Pure`` trait."""
+select-conv-algo, materialize-padding, fuse, collapse-matmul-batch). xDSL's ``cse`` and ``dce`` act
+here too, because tg ops carry the ``Pure`` trait."""

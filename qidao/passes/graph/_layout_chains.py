@@ -5,8 +5,11 @@ A *chain* is a maximal set of ops of one block, connected producer→consumer, m
 - **anchors**: NCHW ``tg.conv2d``, ``tg.max_pool2d`` and ``tg.avg_pool2d`` whose
   heuristic (:func:`prefers_nhwc`) says NHWC;
 - **layout-agnostic ops**: elementwise ops with a rank-4 result (``relu``, a bias
-  ``add`` of a ``[C, 1, 1]`` tensor, a residual ``add`` of two chain values, ...)
-  and rank-4 NCHW ``tg.batch_norm``.
+  ``add`` of a ``[C, 1, 1]`` tensor, a residual ``add`` of two chain values, ...),
+  rank-4 NCHW ``tg.batch_norm``, rank-4 ``tg.pad`` (any amounts: padding commutes
+  with the transpose) and ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` over the
+  spatial axes ``[2, 3]`` with ``keepdims`` (a global pool, e.g. squeeze-and-
+  excitation's; ``[1, 2]`` in NHWC).
 
 Every other op stops a chain: an op it does not understand, an anchor whose
 heuristic says NCHW, an op already in NHWC, anything inside a ``tg.fused``. A chain
@@ -31,17 +34,38 @@ chosen. Measured through the pass (``layout.py``'s docstring): from 4 output
 channels on NHWC won by 1.9x to 20x and more; at 2 by 1.1x to 1.9x, at 1 not at
 all."""
 
+MIN_DEPTHWISE_CHANNELS = 2
+"""The fewest channels for which a depthwise convolution is chosen NHWC (its kernel,
+``lowering/conv_depthwise.py``, runs the channels innermost). Measured through the
+pass (``layout.py``'s docstring): NHWC won from C = 2 on, by 1.3x to 3.8x, its
+boundary copies included; C = 1 is a plain single-channel convolution, left to
+``MIN_VECTOR_CHANNELS``."""
+
+
+def is_depthwise(op: tg.Conv2dOp) -> bool:
+    """An NCHW convolution with one input and one output channel per group
+    (``groups = C = F``, weight ``[F, 1, KH, KW]``); its NHWC twin is
+    ``lowering/conv_depthwise.py``'s kernel."""
+    f_out, per_group = shape_of(op.weight.type)[:2]
+    channels = shape_of(op.input.type)[1]
+    groups = op.groups.value.data
+    return op.data_layout() == NCHW and groups == channels == f_out and per_group == 1
+
 
 def prefers_nhwc(op: Operation) -> bool:
     """The heuristic: NHWC when the loop the NHWC kernel vectorizes is at least
-    ``MIN_VECTOR_CHANNELS`` long.
+    ``MIN_VECTOR_CHANNELS`` long (``MIN_DEPTHWISE_CHANNELS`` for a depthwise
+    convolution).
 
     That loop is the output channels of one group (``F / groups``) for a
-    convolution, the channels ``C`` for a pool. Depthwise convolutions
-    (``F / groups = 1``) and narrow heads (``F < 4``) stay NCHW.
+    convolution, the channels ``C`` for a depthwise convolution (``groups = C = F``)
+    and for a pool. Narrow heads (``F < 4``) and grouped convolutions with fewer
+    than 4 outputs per group (not depthwise) stay NCHW.
     """
     if isinstance(op, tg.Conv2dOp):
         f_out = shape_of(op.weight.type)[0]
+        if is_depthwise(op):
+            return f_out >= MIN_DEPTHWISE_CHANNELS
         return f_out // op.groups.value.data >= MIN_VECTOR_CHANNELS
     if isinstance(op, tg.Pool2dOp):
         return shape_of(op.input.type)[1] >= MIN_VECTOR_CHANNELS
@@ -57,13 +81,26 @@ def is_anchor(op: Operation) -> bool:
     )
 
 
+SPATIAL_AXES = (2, 3)
+"""The axes of an NCHW global pool (``tg.reduce_* axes = [2, 3] keepdims``)."""
+
+
 def is_layout_agnostic(op: Operation) -> bool:
     """An op that computes the same in either layout once its operands are permuted:
-    a rank-4 elementwise op, or an NCHW rank-4 batch norm."""
+    a rank-4 elementwise op, an NCHW rank-4 batch norm, a rank-4 pad, or a
+    ``keepdims`` reduction over the spatial axes of a rank-4 tensor."""
     if isinstance(op, tg.UnaryElementwiseOp | tg.BinaryElementwiseOp):
         return len(shape_of(op.results[0].type)) == 4
     if isinstance(op, tg.BatchNormOp):
         return op.data_layout() == NCHW and len(shape_of(op.input.type)) == 4
+    if isinstance(op, tg.PadOp):
+        return len(shape_of(op.input.type)) == 4
+    if isinstance(op, tg.ReduceOp):
+        return (
+            len(shape_of(op.input.type)) == 4
+            and op.keepdims is not None
+            and op.reduced_axes() == SPATIAL_AXES
+        )
     return False
 
 

@@ -22,15 +22,18 @@ from qidao.dialects.tg import (
     BroadcastOp,
     ConstantOp,
     ContiguousOp,
+    Conv2dOp,
     DivOp,
     MulOp,
+    PadOp,
     ReshapeOp,
     SubOp,
     TransposeOp,
     ViewOp,
 )
 from qidao.dialects.tg.base import ints, tensor
-from qidao.dialects.tg.types import dtype_name, shape_of
+from qidao.dialects.tg.linalg import NCHW
+from qidao.dialects.tg.types import dtype_name, is_row_major, shape_of
 
 # ---- helpers -----------------------------------------------------------------------
 
@@ -216,6 +219,57 @@ class BroadcastToSameShape(RewritePattern):
             forward(op, op.input, rewriter)
 
 
+# ---- convolution identities -------------------------------------------------------
+
+
+class PadIntoConv(RewritePattern):
+    """``conv2d(pad(x, zeros on H and W), padding=p) -> conv2d(x, padding=p + pad)``.
+
+    Exact by definition: a convolution's own padding is ``+0.0`` (the NumPy
+    evaluator pads with ``0.0`` and correlates), so a ``tg.pad`` of ``+0.0`` on the
+    spatial dims only, read by nothing else, is the same convolution. A pad of any
+    value with all amounts 0 (ONNX exports put them before 1x1 convolutions) folds
+    too. It does not fire for a nonzero or ``-0.0`` value, a padded batch or channel
+    dim, a pad with other users (its copy is still needed) or a strided ``x`` (the
+    pad is then also the copy that makes the convolution's input row-major).
+    ``edge``/``reflect`` padding is not a ``tg.pad`` (the ONNX frontend gathers), so
+    it never matches.
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, Conv2dOp):
+            return
+        pad = op.input.owner
+        if not isinstance(pad, PadOp) or not pad.result.has_one_use():
+            return
+        if not is_row_major(pad.input.type):
+            return
+        low, high = pad.amounts()
+        spatial = (2, 3) if op.data_layout() == NCHW else (1, 2)
+        others = [d for d in range(len(low)) if d not in spatial]
+        if any(low[d] or high[d] for d in others):
+            return
+        if any(low) or any(high):
+            value = pad.pad_value()
+            if value != 0.0 or math.copysign(1.0, value) < 0:
+                return
+        top, left, bottom, right = ints(op.padding)
+        h, w = spatial
+        conv = Conv2dOp(
+            pad.input,
+            op.weight,
+            op.bias,
+            strides=ints(op.strides),
+            padding=(top + low[h], left + low[w], bottom + high[h], right + high[w]),
+            dilation=ints(op.dilation),
+            groups=op.groups.value.data,
+            layout=op.data_layout(),
+        )
+        conv.attributes.update(op.attributes)
+        conv.result.name_hint = op.result.name_hint
+        replace_if_same_type(op, conv, rewriter)
+
+
 PATTERNS: tuple[type[RewritePattern], ...] = (
     MulByOneRight,
     MulByOneLeft,
@@ -229,5 +283,6 @@ PATTERNS: tuple[type[RewritePattern], ...] = (
     IdentityReshape,
     ContiguousOfRowMajor,
     BroadcastToSameShape,
+    PadIntoConv,
 )
 """Every pattern of ``simplify``, in the order the pass tries them."""

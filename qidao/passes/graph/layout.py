@@ -29,25 +29,51 @@ pass, with its boundary copies, 64 -> 4 gained 8.8x, 4 -> 4 2.6x, 1 -> 4 1.9x,
 kernel alone is 3-5x faster: they gain only inside a chain whose boundaries a
 convolution pays for.
 
+Depthwise convolutions (``groups = C = F``, MobileNet's and EfficientNet's 3x3 and
+5x5 ones) have their own NHWC kernel, the channels innermost
+(``lowering/conv_depthwise.py``). The NCHW kernel sums 9 taps into a scalar per
+output element behind a padding test per tap; through the pass (a dw conv + relu
+alone, its boundary copies included; stride 1, padding 1, 112x112 / 56x56): C = 1
+47 -> 15 us / 17 -> 9.1 us, 2: 88 -> 25 / 27 -> 21, 4: 164 -> 63 / 45 -> 33, 8: 368
+-> 97 / 83 -> 46, 16: 683 -> 281 / 159 -> 75, 32: 1293 -> 646 / 314 -> 182. The
+kernels alone (NCHW with its padding test vs NHWC in a chain, first NHWC version):
+C = 32 on 112x112 1293 vs 290 us, 96 on 112x112 stride 2 981 vs 306, 144 on 56x56
+1380 vs 331, 192 on 28x28 305 vs 92, 384 on 14x14 233 vs 59, 960 on 7x7 145 vs 44.
+Without the test, on a padded NCHW copy, the NCHW kernel is competitive (MobileNetV2
+before: 144 on 56x56 140 us, 960 on 7x7 94 us), but that copy, read from a chain's
+NHWC output, cost more than the convolution (the 144-channel pad: 307 us).
+
 The heuristic (``_layout_chains.prefers_nhwc``): a convolution prefers NHWC when its
 vectorized loop, the output channels of one group ``F / groups``, has at least
-``MIN_VECTOR_CHANNELS = 4`` iterations; a pool when its channels ``C >= 4``. Narrow
-heads (``F < 4``) and depthwise convolutions (``F / groups = 1``) stay NCHW, and a
-chain is converted only when it holds a convolution.
+``MIN_VECTOR_CHANNELS = 4`` iterations; a depthwise convolution when its channels
+``C >= MIN_DEPTHWISE_CHANNELS = 2``; a pool when its channels ``C >= 4``. Narrow
+heads (``F < 4``, a single-channel convolution among them) and grouped
+convolutions with fewer than 4 outputs per group stay NCHW, and a chain is
+converted only when it holds a convolution.
 
 Rules:
 - A **chain** is a maximal producer→consumer-connected set of NCHW convolutions and
   pools that prefer NHWC and of layout-agnostic ops between them: rank-4
-  elementwise ops and rank-4 batch norms. Any other op stops it (an op the pass
-  does not understand, a conv or pool that prefers NCHW, an op already NHWC). Only
-  chains that hold a convolution are converted (see ``_layout_chains.py``).
+  elementwise ops, rank-4 batch norms, rank-4 pads (the amounts and value of any
+  dims, permuted: ONNX exports pad before depthwise convolutions) and
+  ``reduce_sum``/``reduce_mean``/``reduce_max`` over the spatial axes ``[2, 3]``
+  with ``keepdims`` (global pools, squeeze-and-excitation's among them; ``[1, 2]``
+  in NHWC). Any other op stops it (an op the pass does not understand, a conv or
+  pool that prefers NCHW, an op already NHWC, a reduction over other axes or
+  without ``keepdims``). Only chains that hold a convolution are converted (see
+  ``_layout_chains.py``). Before, a pad between a 1x1 and a depthwise conv split
+  MobileNetV2 into a chain per conv: the pads read a transposed view (27% of its
+  time) and the next conv read the pad's NCHW copy through another.
 - **Inputs** of a chain (values made outside it) enter through one
   ``tg.transpose [0, 2, 3, 1]`` each (a view, no copy). A convolution weight
   ``[F, C/g, KH, KW]`` becomes HWIO ``[KH, KW, C/g, F]``: a ``tg.constant`` is
   re-laid-out at compile time into a new constant; any other weight is
   ``tg.contiguous(tg.transpose(w, [2, 3, 1, 0]))``, a row-major copy, so the
   kernel's innermost loop reads it contiguously. Biases and batch norm parameters
-  ``[C]`` stay as they are. The data input of a convolution, pool or batch norm,
+  ``[C]`` stay as they are. The data input of a depthwise convolution enters as a
+  row-major copy (``tg.contiguous`` of the transpose): its kernel's innermost loop
+  runs over the channels, which the view would stride by ``H * W``. The data
+  input of any other convolution, a pool, batch norm, pad or reduction,
   and an elementwise operand of the op's full result shape, is transposed, whatever
   its shape: after a global pool at batch 1 a ``[1, C, 1, 1]`` is a feature map,
   not a bias. Only a *broadcast* operand of an elementwise op (its shape differs
@@ -65,7 +91,9 @@ Rules:
 - A boundary transpose that meets an earlier transpose the other way
   (``transpose(transpose(y, [0, 3, 1, 2]), [0, 2, 3, 1])``, e.g. a model that
   transposed its NHWC input to NCHW) cancels with ``simplify``'s
-  ``TransposeOfTranspose`` pattern; dead transposes and weights are erased.
+  ``TransposeOfTranspose`` pattern (a depthwise input's copy of the now row-major
+  ``y`` then goes too, ``ContiguousOfRowMajor``); dead transposes and weights are
+  erased.
 - Idempotent: a second run finds no NCHW anchors left in converted chains and
   changes nothing.
 
@@ -110,8 +138,11 @@ from qidao.dialects import tg
 from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
 from qidao.dialects.tg.types import shape_of
-from qidao.passes.graph._layout_chains import Chain, find_chains
-from qidao.passes.graph._simplify_patterns import TransposeOfTranspose
+from qidao.passes.graph._layout_chains import Chain, find_chains, is_depthwise
+from qidao.passes.graph._simplify_patterns import (
+    ContiguousOfRowMajor,
+    TransposeOfTranspose,
+)
 
 TO_NHWC = (0, 2, 3, 1)
 """``tg.transpose`` perm: NCHW ``[N, C, H, W]`` -> NHWC ``[N, H, W, C]``."""
@@ -120,6 +151,8 @@ TO_NCHW = (0, 3, 1, 2)
 TO_HWIO = (2, 3, 1, 0)
 """``tg.transpose`` perm: FCHW weight ``[F, C/g, KH, KW]`` -> HWIO
 ``[KH, KW, C/g, F]``."""
+NHWC_SPATIAL_AXES = (1, 2)
+"""The axes of a global pool in NHWC (``[2, 3]`` in NCHW)."""
 
 # users whose result type depends on their operand's layout: a chain output reaches
 # them as a row-major copy; every other tg op reads it through its strides
@@ -127,9 +160,10 @@ _LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
 
 OperandFn = Callable[[SSAValue, str], SSAValue]
 """How ``_nhwc_op`` gets an operand: ``(old operand, role) -> NHWC operand``, role
-``"data"`` (a rank-4 tensor in the chain's layout), ``"broadcast"`` (an elementwise
-operand that broadcasts to a different, rank-4 result shape), ``"weight"`` or
-``"param"`` (``[C]``)."""
+``"data"`` (a rank-4 tensor in the chain's layout), ``"packed"`` (the same,
+row-major: the input of a depthwise convolution, whose innermost loop runs over
+its channels), ``"broadcast"`` (an elementwise operand that broadcasts to a
+different, rank-4 result shape), ``"weight"`` or ``"param"`` (``[C]``)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +189,7 @@ class _BlockRewrite:
     block: Block
     entered: dict[tuple[SSAValue, str], SSAValue] = field(default_factory=dict)
     entering: list[tg.TransposeOp] = field(default_factory=list)
+    packed: list[tg.ContiguousOp] = field(default_factory=list)
     maybe_dead: list[Operation] = field(default_factory=list)
     last_arg_op: Operation | None = None
 
@@ -212,7 +247,12 @@ class _BlockRewrite:
                 source = self.insert(_view(value, padded), value, "4d")
         t = tg.TransposeOp(source, TO_NHWC)
         self.entering.append(t)
-        return self.insert(t, value, "nhwc")
+        view = self.insert(t, value, "nhwc")
+        if role == "packed":
+            copy = tg.ContiguousOp(view)
+            self.packed.append(copy)
+            return self.insert(copy, value, "nhwc_packed")
+        return view
 
     def weight(self, w: SSAValue) -> SSAValue:
         """An FCHW convolution weight as HWIO: a new constant, or a row-major copy."""
@@ -272,7 +312,8 @@ class _BlockRewrite:
 
     def cancel_transposes(self) -> None:
         """``transpose(transpose(y, [0, 3, 1, 2]), [0, 2, 3, 1]) -> y`` for the
-        transposes this pass made (simplify's pattern), then erase what is dead."""
+        transposes this pass made (simplify's pattern), then erase what is dead; a
+        packed copy of a ``y`` that is row-major is ``y`` itself."""
         for t in self.entering:
             if t.parent is None:
                 continue
@@ -280,6 +321,9 @@ class _BlockRewrite:
             TransposeOfTranspose().match_and_rewrite(t, PatternRewriter(t))
             if isinstance(inner, Operation):
                 self.maybe_dead.append(inner)
+        for copy in self.packed:
+            if copy.parent is not None:
+                ContiguousOfRowMajor().match_and_rewrite(copy, PatternRewriter(copy))
         for op in self.maybe_dead:
             if op.parent is not None and isinstance(op, tg.TransposeOp | tg.ConstantOp):
                 _erase_if_dead(op)
@@ -289,7 +333,7 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
     """The NHWC twin of a chain op, its operands given by ``operand(value, role)``."""
     if isinstance(old, tg.Conv2dOp):
         return tg.Conv2dOp(
-            operand(old.input, "data"),
+            operand(old.input, "packed" if is_depthwise(old) else "data"),
             operand(old.weight, "weight"),
             None if old.bias is None else operand(old.bias, "param"),
             strides=ints(old.strides),
@@ -315,6 +359,16 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
         x = operand(old.input, "data")
         eps = old.epsilon.value.data
         return tg.BatchNormOp(x, scale, bias, mean, var, eps, NHWC)
+    if isinstance(old, tg.PadOp):
+        low, high = old.amounts()
+        return tg.PadOp(
+            operand(old.input, "data"),
+            [low[i] for i in TO_NHWC],
+            [high[i] for i in TO_NHWC],
+            old.pad_value(),
+        )
+    if isinstance(old, tg.ReduceOp):  # over SPATIAL_AXES, keepdims
+        return type(old)(operand(old.input, "data"), NHWC_SPATIAL_AXES, keepdims=True)
     if isinstance(old, tg.BinaryElementwiseOp):
         full = shape_of(old.results[0].type)
 
@@ -329,6 +383,7 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
 
 def _check_nhwc(old: Operation, new: Operation) -> None:
     """The invariant of the rewrite: ``new`` computes ``old``'s result in NHWC."""
+    assert type(new) is type(old), f"layout: {old.name} became {new.name}"
     before = shape_of(old.results[0].type)
     after = shape_of(new.results[0].type)
     expected = tuple(before[i] for i in TO_NHWC)

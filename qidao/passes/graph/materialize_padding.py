@@ -23,6 +23,17 @@ The rule (documented, and tested at both sides): a ``tg.conv2d`` is rewritten wh
   (a 3x3 convolution to 64 channels does ~540; a 1x1 convolution to 16 channels
   only 16, and the copy would cost more than the tests).
 
+Depthwise convolutions (``groups = C = F``, ``lowering/conv_depthwise.py``) keep
+their padding test: it costs once per output pixel and tap for a whole block of 16
+channels, and no tile needs their loops free. Measured (one thread, medians of 3,
+us: padding test in the kernel vs pad + the branch-free kernel with its channel
+blocks outermost, both scheduled): stride 1, 3x3, 16 channels on 112x112 53 vs
+54, 32 on 56x56 27 vs 28, 96 on 56x56 98 vs 106, 144 on 56x56 336 vs 332, 192 on
+28x28 66 vs 64, 384 on 14x14 36 vs 31, 960 on 7x7 38 vs 28; stride 2 (the pad
+copies the 4x larger input): 96 on 112x112 246 vs 579, 144 on 56x56 54 vs 207, 576
+on 14x14 22 vs 45. The copy costs about what the tests do at stride 1 and far more
+at stride 2, so the ``groups == 1`` condition above leaves them alone.
+
 Everything else is left alone, so a second run changes nothing (the rewritten
 convolution has no padding left).
 
@@ -102,6 +113,7 @@ class MaterializeConvPadding(RewritePattern):
             layout=NHWC,
         )
         conv.result.name_hint = op.result.name_hint
+        conv.attributes.update(op.attributes)  # select-conv-algo's qd.algo
         rewriter.replace(op, [pad, conv], [conv.result])
 
 

@@ -7,6 +7,7 @@
     reshape(x) -> x, view(x) -> x       when the type does not change
     contiguous(x) -> x                  when x is row-major
     broadcast(x) -> x                   when the shape does not change
+    conv2d(pad(x, +0.0 on H, W)) -> conv2d(x, the pad added to its padding)
 
 Rules (the patterns live in ``_simplify_patterns.py``, one class each):
 - The constant of an elementwise identity is a ``tg.constant`` splat of exactly 1.0

@@ -1,4 +1,4 @@
 """Schedule primitives: affine loops -> affine loops, one primitive per file (split,
-reorder, loop-fuse, unroll, vectorize, parallel, bind, cache-read, cache-write,
-compute-at), each also a method of ``qidao.compiler.schedule.Schedule``. The loop
+peel, reorder, tile, loop-fuse, unroll, vectorize, parallel, bind, cache-read,
+cache-write, compute-at), each also a method of ``qidao.compiler.schedule.Schedule``. The loop
 library they share is ``loops/``."""

@@ -153,6 +153,22 @@ def test_residual_block_with_batch_norm_and_pools() -> None:
     assert transposes(after) == 2
 
 
+@pytest.mark.parametrize("channels", [2, 8, 32])
+def test_depthwise_conv_in_nhwc(channels: int) -> None:
+    """groups = C = F, from C = 2: NHWC, the channels innermost, whatever C."""
+    w, b = rand(channels, 1, 3, 3), rand(channels)
+
+    def build(g: Graph, x: Value) -> Value:
+        return g.relu(g.conv2d(x, w, b, strides=2, padding=1, groups=channels))
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        return F.relu(F.conv2d(x, t(w), t(b), stride=2, padding=1, groups=channels))
+
+    after = check(build, {"x": rand(2, channels, 7, 6)}, reference)
+    assert nhwc_ops(after) == ["tg.conv2d"]
+
+
 def test_grouped_conv_in_nhwc() -> None:
     """Two groups of 8 output channels: NHWC, with a group loop."""
     w = rand(16, 4, 3, 3)
@@ -166,9 +182,10 @@ def test_grouped_conv_in_nhwc() -> None:
     check(build, {"x": rand(1, 8, 5, 5)}, reference)
 
 
-@pytest.mark.parametrize(("f", "groups"), [(2, 1), (8, 8)])
-def test_must_not_fire_on_narrow_or_depthwise_conv(f: int, groups: int) -> None:
-    """F / groups < 4: the NHWC loop is too short to pay for the transposes."""
+@pytest.mark.parametrize(("f", "groups"), [(2, 1), (8, 4)])
+def test_must_not_fire_on_narrow_conv(f: int, groups: int) -> None:
+    """F / groups < 4 (and not depthwise): the NHWC loop is too short to pay for
+    the transposes."""
     w = rand(f, 8 // groups, 3, 3)
 
     def build(g: Graph, x: Value) -> Value:
@@ -247,7 +264,7 @@ def test_pooled_classifier_conv() -> None:
 
 def test_squeeze_excitation_block() -> None:
     """pool -> 1x1 conv -> relu -> 1x1 conv -> sigmoid -> mul with the feature map:
-    one chain through the mul, the pooled tensor entering it at rank 4."""
+    one chain, the global pool inside it (a reduction over the NHWC axes [1, 2])."""
     w, w1, b1 = rand(16, 8, 3, 3), rand(4, 16, 1, 1), rand(4)
     w2, b2 = rand(16, 4, 1, 1), rand(16)
 
@@ -264,14 +281,42 @@ def test_squeeze_excitation_block() -> None:
 
     after = check(build, {"x": rand(1, 8, 6, 6)}, reference)
     assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d", "tg.conv2d"]
-    # in: x and the pooled tensor; out: the feature map to the pool, the result
-    assert transposes(after) == 4
+    (pool,) = [op for op in after.walk() if isinstance(op, tg.ReduceMeanOp)]
+    assert pool.reduced_axes() == (1, 2)
+    assert transposes(after) == 2  # in: x; out: the result
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "value"),
+    [((0, 0, 0, 0), (0, 0, 1, 1), 0.0), ((0, 2, 1, 0), (0, 1, 0, 2), -1.5)],
+)
+def test_pad_in_the_chain(
+    low: tuple[int, ...], high: tuple[int, ...], value: float
+) -> None:
+    """conv -> relu -> pad -> depthwise conv: one chain, the pad in NHWC (any value,
+    channels too; then the second conv is a dense one over the padded channels)."""
+    c = 16 + low[1] + high[1]
+    w1, w2 = rand(16, 8, 1, 1), rand(c, 1, 3, 3)
+
+    def build(g: Graph, x: Value) -> Value:
+        y = g.pad(g.relu(g.conv2d(x, w1)), low, high, value)
+        return g.conv2d(y, w2, strides=2, groups=c)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        pads = (low[3], high[3], low[2], high[2], low[1], high[1])
+        y = F.pad(F.relu(F.conv2d(x, t(w1))), pads, value=value)
+        return F.conv2d(y, t(w2), stride=2, groups=c)
+
+    after = check(build, {"x": rand(1, 8, 7, 7)}, reference)
+    assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d"]
+    assert transposes(after) == 2  # in: x; out: the result
 
 
 def test_pooled_operands_of_an_elementwise_op() -> None:
-    """An add of two pooled tensors feeding a conv: both operands have the add's full
-    shape, so both are transposed; a pooled tensor that broadcasts against a conv's
-    output is still a [C] view."""
+    """An add of two pooled tensors feeding a conv, and a pooled tensor that
+    broadcasts against a conv's output: the global pools join the chain, so their
+    NHWC [1, 1, 1, C] results feed the add and the mul directly (no views)."""
     w = rand(8, 8, 1, 1)
 
     def build(g: Graph, x: Value) -> Value:
@@ -286,5 +331,6 @@ def test_pooled_operands_of_an_elementwise_op() -> None:
 
     after = check(build, {"x": rand(1, 8, 5, 5)}, reference)
     assert nhwc_ops(after) == ["tg.conv2d", "tg.conv2d"]
-    views = [op for op in after.walk() if isinstance(op, tg.ViewOp)]
-    assert [tuple(op.result.type.get_shape()) for op in views] == [(8,)]
+    assert not any(isinstance(op, tg.ViewOp) for op in after.walk())
+    pools = [op for op in after.walk() if isinstance(op, tg.ReduceOp)]
+    assert [op.reduced_axes() for op in pools] == [(1, 2), (1, 2)]

@@ -25,7 +25,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 nn = torch.nn
 
-POOLED_NHWC_CONV = re.compile(r'tg\.conv2d .*layout = "NHWC" : \(tensor<1x1x1x\d+xf32')
+POOLED_NHWC_CONV = re.compile(
+    r'tg\.conv2d .*layout = "NHWC" (\{qd\.algo = "[^"]*"\} )?: \(tensor<1x1x1x\d+xf32'
+)
 """An NHWC conv whose input is a pooled [1, 1, 1, C] feature map."""
 
 

@@ -212,6 +212,20 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<3x3xf32>",
         [["i0", "i1", "i1_fill"]],
     ),
+    "tg.winograd_input": (
+        "%a: tensor<1x6x10x2xf32>",
+        "%r = tg.winograd_input %a tiles = [1, 2] : tensor<1x6x10x2xf32> -> "
+        "tensor<2x36x2xf32>",
+        "%r : tensor<2x36x2xf32>",
+        [["n", "th", "tw", "c"]],
+    ),
+    "tg.winograd_output": (
+        "%a: tensor<36x2x3xf32>, %b: tensor<3xf32>",
+        "%r = tg.winograd_output %a, %b tiles = [1, 1, 2] : (tensor<36x2x3xf32>, "
+        "tensor<3xf32>) -> tensor<1x4x8x3xf32>",
+        "%r : tensor<1x4x8x3xf32>",
+        [["n", "th", "tw", "f"]],
+    ),
     "tg.concat": (
         f"%a: {T}, %b: tensor<2x1xf32>",
         f"%r = tg.concat %a, %b axis = 1 : ({T}, tensor<2x1xf32>) -> tensor<2x4xf32>",

@@ -18,6 +18,8 @@ The padding test depends on ``oh, kh, ow, kw`` only, so it sits outside the chan
 loops and the ``c, f`` loops stay branch-free. With ``groups > 1`` a loop ``g`` over
 the groups goes between ``kw`` and ``c``; ``f`` then runs over one group's
 ``F / groups`` output channels and ``c`` reads input channel ``g * (C / groups) + c``.
+A depthwise convolution (``groups = C = F``) would get ``c`` and ``f`` of extent 1;
+it has its own kernel, with the channels innermost (``conv_depthwise.py``).
 
 The init (bias or zero) and a fused epilogue (``f(total, ivs)``, the ivs in the
 result's order ``n, oh, ow, f``) are top-level nests of their own, before and after
@@ -50,6 +52,10 @@ from qidao.passes.kernels.lowering.common import (
     window_index,
 )
 from qidao.passes.kernels.lowering.constants import ConstantPool
+from qidao.passes.kernels.lowering.conv_depthwise import (
+    is_depthwise_nhwc,
+    lower_conv2d_depthwise,
+)
 
 Epilogue = Callable[[SSAValue, list[SSAValue]], SSAValue]
 """``f(total, [n, oh, ow, f] ivs)``: the value stored for one output element."""
@@ -63,6 +69,9 @@ def lower_conv2d_nhwc(
     epilogue: Epilogue | None = None,
 ) -> None:
     assert isinstance(op, tg.Conv2dOp) and op.data_layout() == NHWC
+    if is_depthwise_nhwc(op):
+        lower_conv2d_depthwise(op, k, sources, epilogue)
+        return
     em = k.em
     x, w = sources[0], sources[1]
     bias = sources[2] if op.bias is not None else None

@@ -57,6 +57,10 @@ from qidao.passes.kernels.lowering.matmul import lower_matmul
 from qidao.passes.kernels.lowering.nn import lower_batch_norm, lower_pool, lower_softmax
 from qidao.passes.kernels.lowering.pad import lower_pad
 from qidao.passes.kernels.lowering.reduce import lower_reduce
+from qidao.passes.kernels.lowering.winograd import (
+    lower_winograd_input,
+    lower_winograd_output,
+)
 
 KernelBuilder = Callable[[Operation, Kernel, list[Source], ConstantPool], None]
 
@@ -78,6 +82,8 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.ReshapeOp: lower_copy,
     tg.SoftmaxOp: lower_softmax,
     tg.TakeOp: lower_take,
+    tg.WinogradInputOp: lower_winograd_input,
+    tg.WinogradOutputOp: lower_winograd_output,
     **{cls: lower_elementwise for cls in tg.ELEMENTWISE_OPS},
 }
 

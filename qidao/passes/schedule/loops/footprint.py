@@ -105,6 +105,9 @@ class Footprint:
     base: list[AffineExpr]  # the box's low corner, dims over ``invariants``
     extents: list[int]
     clip: bool
+    clip_dims: list[bool] = field(default_factory=list)
+    """Per dimension: an index there moves with a loop that has a ``min`` bound, so
+    the box may pass the memref's end there (empty: every dimension, as ``clip``)."""
 
 
 # --- collecting the accesses and bounding each index ---------------------------
@@ -162,6 +165,7 @@ class _Accesses:
     bases: list[list[AffineExpr]]
     invariants: list[SSAValue]
     clip: bool
+    clip_dims: dict[int, bool] = field(default_factory=dict)
 
 
 def _inner_loops(loop: affine.ForOp) -> dict[SSAValue, affine.ForOp]:
@@ -335,6 +339,7 @@ def _collect_accesses(scope: _Scope) -> _Accesses:
             access.low.append(index.low)
             access.high.append(index.high)
             collected.clip = collected.clip or index.clip
+            collected.clip_dims[d] = collected.clip_dims.get(d, False) or index.clip
         collected.accesses.append(access)
         collected.bases.append(base_row)
     return collected
@@ -410,8 +415,15 @@ def footprint(
             f"a loop inside it has a min bound and {scope.target_name} has a "
             "dynamic shape: the tile cannot be clipped",
         )
+    clip_dims = [collected.clip_dims.get(d, False) for d in range(len(extents))]
     return Footprint(
-        target, accesses, collected.invariants, base, extents, collected.clip
+        target,
+        accesses,
+        collected.invariants,
+        base,
+        extents,
+        collected.clip,
+        clip_dims,
     )
 
 
@@ -422,9 +434,11 @@ def _copy_upper(
     plan: Footprint, d: int, shape: Sequence[int]
 ) -> tuple[AffineMap, Sequence[SSAValue]]:
     """The copy loop's upper bound in dimension ``d``: the extent, clipped to the
-    memref's shape where a box may pass its end."""
+    memref's shape where a box may pass its end (only a dimension whose index moves
+    with a ``min``-bounded loop can: the others cover elements the body reads)."""
     base = plan.base[d]
-    if plan.clip and not (
+    clips = plan.clip_dims[d] if plan.clip_dims else plan.clip
+    if clips and not (
         isinstance(base, AffineConstantExpr)
         and base.value + plan.extents[d] <= shape[d]
     ):

@@ -1,4 +1,6 @@
-"""The default conv schedule (``qidao/compiler/targets/cpu/defaults/conv.py``).
+"""The default conv schedule (``qidao/compiler/targets/cpu/defaults/conv.py``), of
+the direct algorithm (``algo="direct"``: the rule would give some of these shapes
+Winograd).
 
 ``schedule_conv`` either register-tiles an NHWC convolution kernel or returns False
 and leaves it exactly as it was. The tile needs the main nest ``n, oh, ow, kh, kw,
@@ -55,7 +57,7 @@ def test_leaves_other_shapes_alone(
     """F not a multiple of 16 (3 -> 5), or a padding test left in the nest (8 -> 8:
     too little work for ``materialize-padding``): False, the module unchanged."""
     g, _, _ = conv_graph(c, f, hw, stride)
-    s = Schedule.for_model(g)
+    s = Schedule.for_model(g, algo="direct")
     kernel = conv_kernel(s)
     before = str(s.module)
     assert schedule_conv(s, kernel, 1) is False
@@ -76,7 +78,7 @@ def test_tile_numerics(
     def schedule(s: Schedule) -> None:
         assert schedule_conv(s, conv_kernel(s), threads)
 
-    compiled = qidao.compile(g, schedule=schedule, threads=threads)
+    compiled = qidao.compile(g, schedule=schedule, threads=threads, algo="direct")
     assert "s.cache_write" in compiled.stats["schedule"]
     x = np.random.default_rng(1).standard_normal((1, c, *hw)).astype(np.float32)
     (got,) = compiled(x)
@@ -87,7 +89,7 @@ def test_tile_numerics(
 def test_default_schedule_numerics() -> None:
     """Through ``qidao.compile``'s defaults, whatever they did to the conv."""
     g, w, b = conv_graph(64, 64, (8, 8))
-    compiled = qidao.compile(g, threads=1)
+    compiled = qidao.compile(g, threads=1, algo="direct")
     x = np.random.default_rng(2).standard_normal((1, 64, 8, 8)).astype(np.float32)
     (got,) = compiled(x)
     np.testing.assert_allclose(got, reference(x, w, b, 1, 1), rtol=1e-4, atol=1e-4)
@@ -102,7 +104,7 @@ def test_default_conv_relu_epilogue_in_the_tile(threads: int) -> None:
     g = Graph()
     x = g.input("x", (2, 16, 12, 16))
     g.output(g.relu(g.conv2d(x, w, b, padding=1)))
-    compiled = qidao.compile(g, threads=threads)
+    compiled = qidao.compile(g, threads=threads, algo="direct")
     (kernel,) = [k for k in compiled.stats["default_schedule"] if "fused" in k]
     assert compiled.stats["default_schedule"][kernel].startswith("conv2d: register")
     assert f's.compute_at("{kernel}", "n_epi"' in compiled.stats["schedule"]

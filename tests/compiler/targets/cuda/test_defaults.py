@@ -52,14 +52,15 @@ def matmul_case(
     epilogue: bool = False,
     transposed: bool = False,
 ) -> Callable[[np.random.Generator], Case]:
-    """a @ b (``batch`` > 0: a is batch x m x k; ``transposed``: b is given n x k
-    and transposed in the graph, a strided view), + c and relu with
-    ``epilogue``."""
+    """a @ b (``batch`` > 0: a is batch x m x k and b batch x k x n, a real batched
+    matmul: ``collapse-matmul-batch`` folds a batched a times a 2-D b into one 2-D
+    matmul; ``transposed``: b is given n x k and transposed in the graph, a
+    strided view), + c and relu with ``epilogue``."""
 
     def make(rng: np.random.Generator) -> Case:
         g = Graph("main")
         a_shape = (batch, m, k) if batch else (m, k)
-        b_shape = (n, k) if transposed else (k, n)
+        b_shape = (n, k) if transposed else (batch, k, n) if batch else (k, n)
         a = g.input("a", a_shape)
         b = g.input("b", b_shape)
         y = g.matmul(a, g.transpose(b) if transposed else b)

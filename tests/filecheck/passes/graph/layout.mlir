@@ -132,14 +132,51 @@ func.func @narrow_conv(%x: tensor<1x8x4x4xf32>, %w: tensor<2x8x1x1xf32>) -> tens
   func.return %r : tensor<1x2x4x4xf32>
 }
 
-// Must not fire: a depthwise conv (F / groups = 1).
-// CHECK-LABEL: func.func @depthwise_conv
+// Must not fire: a grouped conv that is not depthwise, with 2 < 4 output channels
+// per group (F / groups = 8 / 4).
+// CHECK-LABEL: func.func @grouped_narrow_conv
 // CHECK-NOT:     tg.transpose
 // CHECK-NOT:     layout
-// CHECK:         tg.conv2d %x, %w {{.*}} groups = 8 :
-func.func @depthwise_conv(%x: tensor<1x8x4x4xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x2x2xf32> {
-  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 8 : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x2x2xf32>
+// CHECK:         tg.conv2d %x, %w {{.*}} groups = 4 :
+func.func @grouped_narrow_conv(%x: tensor<1x8x4x4xf32>, %w: tensor<8x2x3x3xf32>) -> tensor<1x8x2x2xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 4 : (tensor<1x8x4x4xf32>, tensor<8x2x3x3xf32>) -> tensor<1x8x2x2xf32>
   func.return %y : tensor<1x8x2x2xf32>
+}
+
+// Must not fire: one channel (groups = C = F = 1) is a narrow head, not a
+// depthwise conv the NHWC kernel vectorizes.
+// CHECK-LABEL: func.func @one_channel_conv
+// CHECK-NOT:     tg.transpose
+// CHECK-NOT:     layout
+// CHECK:         tg.conv2d %x, %w {{.*}} groups = 1 :
+func.func @one_channel_conv(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  func.return %y : tensor<1x1x2x2xf32>
+}
+
+// A depthwise conv goes NHWC (from C = 2 channels). Its kernel's innermost loop
+// runs over the channels, so an input entering the chain is copied row-major
+// (%x_nhwc_packed) rather than read through the transposed view.
+// CHECK-LABEL: func.func @depthwise_conv_16
+// CHECK:         %x_nhwc = tg.transpose %x perm = [0, 2, 3, 1] : tensor<1x16x5x5xf32> -> tensor<1x5x5x16xf32, strided<[400, 5, 1, 25]>>
+// CHECK-NEXT:    %x_nhwc_packed = tg.contiguous %x_nhwc : tensor<1x5x5x16xf32, strided<[400, 5, 1, 25]>> -> tensor<1x5x5x16xf32>
+// CHECK:         %d_nhwc = tg.conv2d %x_nhwc_packed, %w_hwio strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 16 layout = "NHWC" : (tensor<1x5x5x16xf32>, tensor<3x3x1x16xf32>) -> tensor<1x5x5x16xf32>
+// CHECK-NEXT:    %r_nhwc = tg.relu %d_nhwc
+func.func @depthwise_conv_16(%x: tensor<1x16x5x5xf32>, %w: tensor<16x1x3x3xf32>) -> tensor<1x16x5x5xf32> {
+  %d = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 16 : (tensor<1x16x5x5xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x5x5xf32>
+  %r = tg.relu %d : tensor<1x16x5x5xf32> -> tensor<1x16x5x5xf32>
+  func.return %r : tensor<1x16x5x5xf32>
+}
+
+// A model that transposed its NHWC input: the entering transpose cancels, and the
+// packed copy of the (now row-major) %y is %y itself.
+// CHECK-LABEL: func.func @depthwise_nhwc_input
+// CHECK-NOT:     tg.contiguous %y
+// CHECK:         %d_nhwc = tg.conv2d %y, %w_hwio {{.*}} groups = 16 layout = "NHWC" : (tensor<1x5x5x16xf32>, tensor<3x3x1x16xf32>) -> tensor<1x5x5x16xf32>
+func.func @depthwise_nhwc_input(%y: tensor<1x5x5x16xf32>, %w: tensor<16x1x3x3xf32>) -> tensor<1x16x5x5xf32> {
+  %x = tg.transpose %y perm = [0, 3, 1, 2] : tensor<1x5x5x16xf32> -> tensor<1x16x5x5xf32, strided<[400, 1, 80, 16]>>
+  %d = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 16 : (tensor<1x16x5x5xf32, strided<[400, 1, 80, 16]>>, tensor<16x1x3x3xf32>) -> tensor<1x16x5x5xf32>
+  func.return %d : tensor<1x16x5x5xf32>
 }
 
 // Must not fire: pools and elementwise ops without a convolution.

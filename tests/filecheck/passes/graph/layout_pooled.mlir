@@ -9,10 +9,12 @@
 // input and HWIO weight, got [16] and [1, 1, 16, 10]". The second RUN line checks
 // idempotence.
 
-// A 1x1 conv as the classifier after global pooling (DenseNet's head).
+// A 1x1 conv as the classifier after global pooling (DenseNet's head). The pool
+// (a reduction over the spatial axes, keepdims) is layout-agnostic: it joins the
+// chain and reduces the NHWC axes [1, 2] of the entering transpose.
 // CHECK-LABEL: func.func @pooled_classifier
-// CHECK:         %p = tg.reduce_mean %x axes = [2, 3] keepdims : tensor<1x16x4x4xf32> -> tensor<1x16x1x1xf32>
-// CHECK-NEXT:    %p_nhwc = tg.transpose %p perm = [0, 2, 3, 1] : tensor<1x16x1x1xf32> -> tensor<1x1x1x16xf32>
+// CHECK:         %x_nhwc = tg.transpose %x perm = [0, 2, 3, 1] : tensor<1x16x4x4xf32> -> tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>
+// CHECK:         %p_nhwc = tg.reduce_mean %x_nhwc axes = [1, 2] keepdims : tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>> -> tensor<1x1x1x16xf32>
 // CHECK-NOT:     tg.view
 // CHECK:         %y_nhwc = tg.conv2d %p_nhwc, %w_hwio, %b strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x1x1x16xf32>, tensor<1x1x16x10xf32>, tensor<10xf32>) -> tensor<1x1x1x10xf32>
 // CHECK-NEXT:    %y = tg.transpose %y_nhwc perm = [0, 3, 1, 2] : tensor<1x1x1x10xf32> -> tensor<1x10x1x1xf32>
@@ -23,16 +25,14 @@ func.func @pooled_classifier(%x: tensor<1x16x4x4xf32>, %w: tensor<10x16x1x1xf32>
 }
 
 // A squeeze-and-excitation block (RegNet-Y, SE-ResNet): pool -> 1x1 conv -> relu ->
-// 1x1 conv -> sigmoid -> mul with the feature map. The mul joins the feature map's
-// chain and the excitation's into one; the pool reads the feature map through the
-// chain's output transpose, and its [1, 16, 1, 1] result enters as rank-4 NHWC.
+// 1x1 conv -> sigmoid -> mul with the feature map. The whole block is one chain:
+// the pool (spatial axes, keepdims) is layout-agnostic, and its NHWC
+// [1, 1, 1, 16] result feeds the excitation directly; no transposes inside.
 // CHECK-LABEL: func.func @squeeze_excitation
 // CHECK:         %f_nhwc = tg.conv2d %x_nhwc, %w_hwio {{.*}} layout = "NHWC"
 // CHECK-NEXT:    %r_nhwc = tg.relu %f_nhwc : tensor<1x4x4x16xf32> -> tensor<1x4x4x16xf32>
-// CHECK-NEXT:    %r = tg.transpose %r_nhwc perm = [0, 3, 1, 2]
-// CHECK-NEXT:    %p = tg.reduce_mean %r axes = [2, 3] keepdims : tensor<1x16x4x4xf32, strided<[256, 1, 64, 16]>> -> tensor<1x16x1x1xf32>
-// CHECK-NEXT:    %p_nhwc = tg.transpose %p perm = [0, 2, 3, 1] : tensor<1x16x1x1xf32> -> tensor<1x1x1x16xf32>
-// CHECK:         %s_nhwc = tg.conv2d %p_nhwc, %w1_hwio, %b1 {{.*}} layout = "NHWC" : (tensor<1x1x1x16xf32>, tensor<1x1x16x4xf32>, tensor<4xf32>) -> tensor<1x1x1x4xf32>
+// CHECK-NEXT:    %p_nhwc = tg.reduce_mean %r_nhwc axes = [1, 2] keepdims : tensor<1x4x4x16xf32> -> tensor<1x1x1x16xf32>
+// CHECK-NEXT:    %s_nhwc = tg.conv2d %p_nhwc, %w1_hwio, %b1 {{.*}} layout = "NHWC" : (tensor<1x1x1x16xf32>, tensor<1x1x16x4xf32>, tensor<4xf32>) -> tensor<1x1x1x4xf32>
 // CHECK-NEXT:    %sr_nhwc = tg.relu %s_nhwc : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xf32>
 // CHECK-NEXT:    %e_nhwc = tg.conv2d %sr_nhwc, %w2_hwio, %b2 {{.*}} layout = "NHWC" : (tensor<1x1x1x4xf32>, tensor<1x1x4x16xf32>, tensor<16xf32>) -> tensor<1x1x1x16xf32>
 // CHECK-NEXT:    %g_nhwc = tg.sigmoid %e_nhwc : tensor<1x1x1x16xf32> -> tensor<1x1x1x16xf32>

@@ -71,3 +71,15 @@ func.func @pointwise(%x: tensor<1x6x6x8xf32>, %w: tensor<1x1x8x16xf32>) -> tenso
   %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<1x1x8x16xf32>) -> tensor<1x8x8x16xf32>
   func.return %y : tensor<1x8x8x16xf32>
 }
+
+// Must not fire: a depthwise convolution keeps its padding test (the copy costs
+// about what the tests do at stride 1, more at stride 2), whatever its channels.
+// CHECK-LABEL: func.func @depthwise
+// CHECK-NOT:     tg.pad
+// CHECK:         padding = [1, 1, 1, 1] {{.*}} groups = 16
+// CHECK:         strides = [2, 2] padding = [0, 0, 1, 1] {{.*}} groups = 64
+func.func @depthwise(%x: tensor<1x6x6x16xf32>, %w: tensor<3x3x1x16xf32>, %x2: tensor<1x8x8x64xf32>, %w2: tensor<3x3x1x64xf32>) -> (tensor<1x6x6x16xf32>, tensor<1x4x4x64xf32>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 16 layout = "NHWC" : (tensor<1x6x6x16xf32>, tensor<3x3x1x16xf32>) -> tensor<1x6x6x16xf32>
+  %z = tg.conv2d %x2, %w2 strides = [2, 2] padding = [0, 0, 1, 1] dilation = [1, 1] groups = 64 layout = "NHWC" : (tensor<1x8x8x64xf32>, tensor<3x3x1x64xf32>) -> tensor<1x4x4x64xf32>
+  func.return %y, %z : tensor<1x6x6x16xf32>, tensor<1x4x4x64xf32>
+}

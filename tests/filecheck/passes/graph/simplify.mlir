@@ -292,3 +292,105 @@ func.func @broadcast_to_bigger_shape(%x: tensor<3xf32>) -> tensor<2x3xf32> {
   %y = tg.exp %b : tensor<2x3xf32, strided<[0, 1]>> -> tensor<2x3xf32>
   func.return %y : tensor<2x3xf32>
 }
+
+// ---- conv2d(pad(x)) -------------------------------------------------------------------
+
+// TF-style padding of an ONNX export (one row and column more at the end): the
+// +0.0 pad of H and W moves into the convolution's padding [top, left, bottom,
+// right], added to what it had; the pad is erased.
+// CHECK-LABEL: func.func @pad_into_conv
+// CHECK-NOT:     tg.pad
+// CHECK:         %y = tg.conv2d %x, %w, %b strides = [2, 2] padding = [1, 0, 1, 1] dilation = [1, 1] groups = 8 : (tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32>, tensor<8xf32>) -> tensor<1x8x3x3xf32>
+// CHECK-NEXT:    func.return %y
+func.func @pad_into_conv(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<8xf32>) -> tensor<1x8x3x3xf32> {
+  %p = tg.pad %x low = [0, 0, 0, 0] high = [0, 0, 1, 1] value = 0.000000e+00 : tensor<1x8x6x6xf32> -> tensor<1x8x7x7xf32>
+  %y = tg.conv2d %p, %w, %b strides = [2, 2] padding = [1, 0, 0, 0] dilation = [1, 1] groups = 8 : (tensor<1x8x7x7xf32>, tensor<8x1x3x3xf32>, tensor<8xf32>) -> tensor<1x8x3x3xf32>
+  func.return %y : tensor<1x8x3x3xf32>
+}
+
+// An NHWC convolution: H and W are dims 1 and 2.
+// CHECK-LABEL: func.func @pad_into_conv_nhwc
+// CHECK-NOT:     tg.pad
+// CHECK:         %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC"
+func.func @pad_into_conv_nhwc(%x: tensor<1x4x4x8xf32>, %w: tensor<3x3x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %p = tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 1, 0] value = 0.000000e+00 : tensor<1x4x4x8xf32> -> tensor<1x6x6x8xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x4x4x16xf32>
+  func.return %y : tensor<1x4x4x16xf32>
+}
+
+// A pad by nothing (what ONNX exports put before 1x1 convolutions) folds whatever
+// its value: it is the identity.
+// CHECK-LABEL: func.func @empty_pad_into_conv
+// CHECK-NOT:     tg.pad
+// CHECK:         %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0]
+func.func @empty_pad_into_conv(%x: tensor<1x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32> {
+  %p = tg.pad %x low = [0, 0, 0, 0] high = [0, 0, 0, 0] value = 3.000000e+00 : tensor<1x8x4x4xf32> -> tensor<1x8x4x4xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32>
+  func.return %y : tensor<1x16x4x4xf32>
+}
+
+// Must not fire: a nonzero value, and -0.0 (the convolution pads with +0.0).
+// CHECK-LABEL: func.func @pad_value_not_zero
+// CHECK:         %p = tg.pad %x {{.*}} value = 1.000000e+00
+// CHECK-NEXT:    %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0]
+// CHECK-NEXT:    %q = tg.pad %x {{.*}} value = -0.000000e+00
+// CHECK-NEXT:    %z = tg.conv2d %q, %w strides = [1, 1] padding = [0, 0, 0, 0]
+func.func @pad_value_not_zero(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) {
+  %p = tg.pad %x low = [0, 0, 1, 1] high = [0, 0, 1, 1] value = 1.000000e+00 : tensor<1x8x4x4xf32> -> tensor<1x8x6x6xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %q = tg.pad %x low = [0, 0, 1, 1] high = [0, 0, 1, 1] value = -0.000000e+00 : tensor<1x8x4x4xf32> -> tensor<1x8x6x6xf32>
+  %z = tg.conv2d %q, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  func.return %y, %z : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
+}
+
+// Must not fire: reflect (or edge) padding is not a tg.pad; the ONNX frontend
+// gathers the border rows and columns.
+// CHECK-LABEL: func.func @reflect_pad
+// CHECK:         %r = tg.gather %x axis = 2
+// CHECK-NEXT:    %p = tg.gather %r axis = 3
+// CHECK-NEXT:    %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0]
+func.func @reflect_pad(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32> {
+  %r = tg.gather %x axis = 2 indices = [1, 0, 1, 2, 3, 2] : tensor<1x8x4x4xf32> -> tensor<1x8x6x4xf32>
+  %p = tg.gather %r axis = 3 indices = [1, 0, 1, 2, 3, 2] : tensor<1x8x6x4xf32> -> tensor<1x8x6x6xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  func.return %y : tensor<1x8x4x4xf32>
+}
+
+// Must not fire: a padded channel dim (the convolution pads only H and W), a padded
+// batch dim.
+// CHECK-LABEL: func.func @pad_channels_or_batch
+// CHECK:         %p = tg.pad %x low = [0, 2, 0, 0]
+// CHECK-NEXT:    %y = tg.conv2d %p, %w strides = [1, 1] padding = [1, 1, 1, 1]
+// CHECK-NEXT:    %q = tg.pad %x low = [1, 0, 1, 1]
+// CHECK-NEXT:    %z = tg.conv2d %q, %v strides = [1, 1] padding = [0, 0, 0, 0]
+func.func @pad_channels_or_batch(%x: tensor<1x8x4x4xf32>, %w: tensor<8x10x3x3xf32>, %v: tensor<8x8x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<2x8x4x4xf32>) {
+  %p = tg.pad %x low = [0, 2, 0, 0] high = [0, 0, 0, 0] value = 0.000000e+00 : tensor<1x8x4x4xf32> -> tensor<1x10x4x4xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x10x4x4xf32>, tensor<8x10x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %q = tg.pad %x low = [1, 0, 1, 1] high = [0, 0, 1, 1] value = 0.000000e+00 : tensor<1x8x4x4xf32> -> tensor<2x8x6x6xf32>
+  %z = tg.conv2d %q, %v strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<2x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<2x8x4x4xf32>
+  func.return %y, %z : tensor<1x8x4x4xf32>, tensor<2x8x4x4xf32>
+}
+
+// Must not fire: the pad has a second user, which needs its copy anyway.
+// CHECK-LABEL: func.func @pad_two_users
+// CHECK:         %p = tg.pad %x
+// CHECK-NEXT:    %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0]
+// CHECK-NEXT:    %r = tg.relu %p
+func.func @pad_two_users(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x3x3xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x6x6xf32>) {
+  %p = tg.pad %x low = [0, 0, 1, 1] high = [0, 0, 1, 1] value = 0.000000e+00 : tensor<1x8x4x4xf32> -> tensor<1x8x6x6xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %r = tg.relu %p : tensor<1x8x6x6xf32> -> tensor<1x8x6x6xf32>
+  func.return %y, %r : tensor<1x8x4x4xf32>, tensor<1x8x6x6xf32>
+}
+
+// Must not fire: a strided input (here a transposed view); the pad is also the copy
+// that gives the convolution a row-major input.
+// CHECK-LABEL: func.func @pad_of_strided
+// CHECK:         %p = tg.pad %t
+// CHECK-NEXT:    %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0]
+func.func @pad_of_strided(%x: tensor<1x4x4x8xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32> {
+  %t = tg.transpose %x perm = [0, 3, 1, 2] : tensor<1x4x4x8xf32> -> tensor<1x8x4x4xf32, strided<[128, 1, 32, 8]>>
+  %p = tg.pad %t low = [0, 0, 1, 1] high = [0, 0, 1, 1] value = 0.000000e+00 : tensor<1x8x4x4xf32, strided<[128, 1, 32, 8]>> -> tensor<1x8x6x6xf32>
+  %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  func.return %y : tensor<1x8x4x4xf32>
+}

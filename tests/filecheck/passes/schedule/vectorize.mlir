@@ -10,6 +10,7 @@
 // RUN: qidao-opt %s -p 'vectorize{kernel="k_red" loop="j" width=4}' | filecheck %s --check-prefix=RED
 // RUN: qidao-opt %s -p 'vectorize{kernel="k_dot" loop="j" width=4}' | filecheck %s --check-prefix=DOT
 // RUN: qidao-opt %s -p 'vectorize{kernel="k_max" loop="j" width=8}' | filecheck %s --check-prefix=MAX
+// RUN: qidao-opt %s -p 'vectorize{kernel="k_row" loop="r" width=64},vectorize{kernel="k_row" loop="r_tail" width=16}' | filecheck %s --check-prefix=ROW
 // RUN: qidao-opt %s -p 'vectorize{kernel="k_dot" loop="j" width=4},lower-affine,convert-scf-to-cf,convert-to-llvm' | filecheck %s --check-prefix=LLVM-DOT
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_notred" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-RED
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_iter" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-ITER
@@ -337,6 +338,33 @@ func.func private @k_max(%x: memref<8xf32>, %out: memref<1xf32>) attributes {qd.
     affine.yield %m : f32
   } {qd.loop = "j"}
   affine.store %top, %out[0] : memref<1xf32>
+  func.return
+}
+
+// A row sum as the default rows schedule vectorizes it (defaults/rows.py): 64 lanes
+// (four <16 x float> registers: four independent accumulators), then the tail
+// vectorized again by 16, each reduction continuing from the one before, and the
+// last 100 mod 16 = 4 elements scalar: 100 = 64 + 2 * 16 + 4.
+// ROW-LABEL: func.func private @k_row(
+// ROW:         %acc_lanes = affine.for %r = 0 to 64 step 64 iter_args(%acc = %acc_init_1) -> (vector<64xf32>) {
+// ROW-NEXT:      %a = vector.load %x[%i, %r] : memref<2x100xf32>, vector<64xf32>
+// ROW-NEXT:      %s = arith.addf %acc, %a fastmath<reassoc,contract> : vector<64xf32>
+// ROW:         %sum = vector.reduction <add>, %acc_lanes, %zero : vector<64xf32> into f32
+// ROW:         %acc_lanes_1 = affine.for %r_tail = 64 to 96 step 16 iter_args(%acc_1 = %acc_init_3) -> (vector<16xf32>) {
+// ROW:         %sum_1 = vector.reduction <add>, %acc_lanes_1, %sum : vector<16xf32> into f32
+// ROW-NEXT:    %sum_2 = affine.for %r_tail_tail = 96 to 100 iter_args(%acc_2 = %sum_1) -> (f32) {
+// ROW-NEXT:      %a_2 = affine.load %x[%i, %r_tail_tail] : memref<2x100xf32>
+// ROW:         affine.store %sum_2, %out[%i] : memref<2xf32>
+func.func private @k_row(%x: memref<2x100xf32>, %out: memref<2xf32>) attributes {qd.kernel = "t"} {
+  %zero = arith.constant 0.000000e+00 : f32
+  affine.for %i = 0 to 2 {
+    %sum = affine.for %r = 0 to 100 iter_args(%acc = %zero) -> (f32) {
+      %a = affine.load %x[%i, %r] : memref<2x100xf32>
+      %s = arith.addf %acc, %a fastmath<reassoc,contract> : f32
+      affine.yield %s : f32
+    } {qd.loop = "r"}
+    affine.store %sum, %out[%i] : memref<2xf32>
+  } {qd.loop = "i"}
   func.return
 }
 

@@ -13,9 +13,11 @@ matmul        a register tile of C (8 x 32: sixteen ``<16 x float>`` accumulator
               updated with fma), B packed per column panel when ``cache-read``
               exists, the init and epilogue nests computed inside the tile;
               the outer tile loop parallel when ``threads > 1`` (``matmul.py``)
-conv2d        a register tile of output pixels x output channels (``conv.py``)
-rows          softmax, layer norm, reductions over the last axis: the row loop
-              parallel when ``threads > 1`` and the work pays for the threads
+conv2d        a register tile of output pixels x output channels (``conv.py``);
+              a depthwise one: its channels on vectors (``depthwise.py``)
+rows          softmax, layer norm, reductions over the last axis: the passes over
+              a row vectorized (reductions 64 lanes wide: four accumulators), the
+              row loop parallel when ``threads > 1`` and the work pays (``rows.py``)
 elementwise   the outermost loop parallel when ``threads > 1`` and the work pays
               for the threads; LLVM vectorizes the inner loop as it is
 pool          NHWC max/avg pools: the channel loops vectorized, the output rows
@@ -49,7 +51,13 @@ def _schedulers() -> dict[str, Scheduler]:
 
     def conv(s: Schedule, kernel: str, threads: int) -> str:
         from qidao.compiler.targets.cpu.defaults.conv import schedule_conv
+        from qidao.compiler.targets.cpu.defaults.depthwise import (
+            is_depthwise_kernel,
+            schedule_depthwise,
+        )
 
+        if is_depthwise_kernel(s, kernel):
+            return f"depthwise, {schedule_depthwise(s, kernel, threads)}"
         if not schedule_conv(s, kernel, threads):
             raise NotApplicable("the loops are not a conv2d nest the tile handles")
         return "register tile of output pixels x output channels"

@@ -1,14 +1,17 @@
 """Default schedules of memory-bound kernels: elementwise chains and row-wise
 reductions (softmax, layer norm, reduce over the last axis).
 
-LLVM vectorizes their inner loops as they are (the fused chains run at copy
-bandwidth on one thread), so the only decision left is threads: the outermost loop
-that has at least ``threads`` iterations runs on libgomp's workers when the kernel
-touches at least ``PARALLEL_MIN_ELEMENTS`` elements. Below that, waking the workers
-costs more than it saves: a warm ``GOMP_parallel`` costs about 1 µs, and after the
-process has idled for 100 ms under libgomp's default wait policy it costs
-milliseconds (see ``qidao/passes/cpu/convert_parallel_to_gomp.py``), while 2^16 floats
-stream through one core in about 10 µs.
+Elementwise chains: LLVM vectorizes their inner loops as they are (the fused chains
+run at copy bandwidth on one thread), so the only decision left is threads. Row
+kernels take the same decision for their row loops and have their passes over the
+row vectorized as well (``rows.py``). The outermost loop that has at least
+``threads`` iterations runs on
+libgomp's workers when the kernel touches at least ``PARALLEL_MIN_ELEMENTS``
+elements. Below that, waking the workers costs more than it saves: a warm
+``GOMP_parallel`` costs about 1 µs, and after the process has idled for 100 ms under
+libgomp's default wait policy it costs milliseconds (see
+``qidao/passes/cpu/convert_parallel_to_gomp.py``), while 2^16 floats stream through
+one core in about 10 µs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import math
 
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cpu.defaults.rows import vectorize_row_passes
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
@@ -27,7 +31,7 @@ def parallel_outer(
     """``loops`` (outer first) are candidates; each innermost iteration touches
     ``per_iteration`` elements."""
     if threads <= 1:
-        raise NotApplicable("one thread: the loops stay as they are")
+        raise NotApplicable("one thread: no loop runs in parallel")
     extents = s.extents(kernel)
     sizes = [extents[name] for name in loops]
     if any(size is None for size in sizes):
@@ -51,13 +55,28 @@ def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
 
 
 def schedule_rows(s: Schedule, kernel: str, threads: int) -> str:
-    """The outermost row loop parallel, when the work pays. The row loops are the
-    ones before the first reduction loop (named ``r...``); a row is as long as the
-    longest pass over it."""
+    """The outermost row loop parallel when ``threads > 1`` and the work pays, then
+    every pass over the row vectorized where it can be (``rows.py``). The row loops
+    are the ones before the first reduction loop (named ``r...``); a row is as long
+    as the longest pass over it."""
     loops = s.loops(kernel)
     rows = [name for name in loops if not name.startswith("r")]
-    if not rows or loops[: len(rows)] != rows:
+    if loops[: len(rows)] != rows:
         raise NotApplicable(f"expected row loops before the reduction loops: {loops}")
     extents = s.extents(kernel)
     row = max((extents[n] or 1 for n in loops[len(rows) :]), default=1)
-    return parallel_outer(s, kernel, threads, rows, row)
+    parallel, in_parallel = "one row: no row loop to run in parallel", False
+    if rows:
+        try:
+            parallel, in_parallel = parallel_outer(s, kernel, threads, rows, row), True
+        except NotApplicable as why:
+            parallel = str(why)
+    done, left = vectorize_row_passes(s, kernel, rows)
+    vectorized = f"vectorized {', '.join(done)}" if done else ""
+    if left:
+        vectorized += f"{'; ' if done else ''}left as lowered: {'; '.join(left)}"
+    if in_parallel:
+        return f"{parallel}; {vectorized}"
+    if not done:
+        raise NotApplicable(f"{vectorized}; {parallel}")
+    return f"{vectorized}; {parallel}"

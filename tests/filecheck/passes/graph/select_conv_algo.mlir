@@ -1,0 +1,72 @@
+// RUN: qidao-opt %s -p select-conv-algo | filecheck %s --check-prefixes=CHECK,AUTO,ANY
+// RUN: qidao-opt %s -p 'select-conv-algo{algo="im2col"}' | filecheck %s --check-prefixes=CHECK,IM2COL,ANY
+// RUN: qidao-opt %s -p 'select-conv-algo{algo="matmul"}' | filecheck %s --check-prefixes=CHECK,MATMUL,ANY
+// RUN: qidao-opt %s -p 'select-conv-algo{algo="direct"}' | filecheck %s --check-prefixes=CHECK,DIRECT
+
+// The rule (auto) gives a 3x3, stride-1 NHWC convolution of 16 -> 16 channels, a
+// constant weight and 16 tiles (batch 4 of 2x2) Winograd F(4x4, 3x3): a pad to whole
+// 4x4 tiles (6x6 -> 2x2 tiles read 10x10), the input transform, its [36, T, C] view, a batched matmul with the
+// filter transformed at compile time, the output transform with the bias, and a
+// slice back to 6x6 (a strided view: func.return gets a row-major copy of it).
+// algo="im2col" gives it 9 strided windows concatenated along
+// the channels and one matmul; algo="matmul" does not apply (3x3): direct, and why.
+// CHECK-LABEL: func.func @three_by_three
+// AUTO:        %{{.*}} = tg.pad %x low = [0, 1, 1, 0] high = [0, 3, 3, 0] value = 0.000000e+00 : tensor<4x6x6x16xf32> -> tensor<4x10x10x16xf32>
+// AUTO-NEXT:   %[[V:.*]] = tg.winograd_input %{{.*}} tiles = [2, 2] : tensor<4x10x10x16xf32> -> tensor<16x36x16xf32>
+// AUTO-NEXT:   %[[T:.*]] = tg.transpose %[[V]] perm = [1, 0, 2] : tensor<16x36x16xf32> -> tensor<36x16x16xf32, strided<[16, 576, 1]>>
+// AUTO-NEXT:   %[[U:.*]] = tg.constant dense<{{.*}}> : tensor<36x16x16xf32>
+// AUTO-NEXT:   %[[M:.*]] = tg.matmul %[[T]], %[[U]]
+// AUTO-NEXT:   %[[Y:.*]] = tg.winograd_output %[[M]], %b tiles = [4, 2, 2] {qd.algo = "winograd: rule: 3x3 stride 1, 16 -> 16 channels, 16 tiles"} : (tensor<36x16x16xf32>, tensor<16xf32>) -> tensor<4x8x8x16xf32>
+// AUTO-NEXT:   %y_crop = tg.slice %[[Y]] start = [0, 0, 0, 0] stop = [4, 6, 6, 16] step = [1, 1, 1, 1]
+// AUTO-NEXT:   %y = tg.contiguous %y_crop
+// AUTO-NEXT:   func.return %y
+// IM2COL:      tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 1, 0]
+// IM2COL-COUNT-9: tg.slice
+// IM2COL:      %[[P:.*]] = tg.concat {{.*}} axis = 3 : {{.*}} -> tensor<4x6x6x144xf32>
+// IM2COL-NEXT: %[[W:.*]] = tg.view %w : tensor<3x3x16x16xf32> -> tensor<144x16xf32>
+// IM2COL-NEXT: %[[MM:.*]] = tg.matmul %[[P]], %[[W]] {qd.algo = "im2col: algo=im2col"}
+// IM2COL-NEXT: %y = tg.add %[[MM]], %b
+// MATMUL:      %y = tg.conv2d {{.*}} {qd.algo = "direct: algo=matmul asked, but not a 1x1, stride-1, unpadded convolution"}
+// DIRECT:      %y = tg.conv2d {{.*}} {qd.algo = "direct: algo=direct"}
+func.func @three_by_three(%x: tensor<4x6x6x16xf32>, %b: tensor<16xf32>) -> tensor<4x6x6x16xf32> {
+  %w = tg.constant dense<0.25> : tensor<3x3x16x16xf32>
+  %y = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<4x6x6x16xf32>, tensor<3x3x16x16xf32>, tensor<16xf32>) -> tensor<4x6x6x16xf32>
+  func.return %y : tensor<4x6x6x16xf32>
+}
+
+// A 1x1 convolution: algo="matmul" makes it a matmul of the NHWC input with the
+// weight viewed as [C, F] (the batch dimensions N, H broadcast against it);
+// im2col's one window is the input itself, with no concat.
+// CHECK-LABEL: func.func @one_by_one
+// AUTO:        tg.conv2d {{.*}} {qd.algo = "direct: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution)"}
+// MATMUL:      %[[W1:.*]] = tg.view %w : tensor<1x1x16x32xf32> -> tensor<16x32xf32>
+// MATMUL-NEXT: %y = tg.matmul %x, %[[W1]] {qd.algo = "matmul: algo=matmul"} : (tensor<2x5x5x16xf32>, tensor<16x32xf32>) -> tensor<2x5x5x32xf32>
+// IM2COL:      %[[P1:.*]] = tg.slice %x start = [0, 0, 0, 0] stop = [2, 5, 5, 16] step = [1, 1, 1, 1]
+// IM2COL-NOT:  tg.concat
+// IM2COL:      tg.matmul %[[P1]]
+func.func @one_by_one(%x: tensor<2x5x5x16xf32>, %w: tensor<1x1x16x32xf32>) -> tensor<2x5x5x32xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<2x5x5x16xf32>, tensor<1x1x16x32xf32>) -> tensor<2x5x5x32xf32>
+  func.return %y : tensor<2x5x5x32xf32>
+}
+
+// Must not fire (direct, with the reason), whatever is asked: an NCHW convolution
+// (the layout pass left it), a grouped one, and Winograd for a weight that is not a
+// constant, a convolution with too few channels or too few tiles (6x6: 2x2).
+// CHECK-LABEL: func.func @stays_direct
+// ANY:         tg.conv2d {{.*}} {qd.algo = "direct: {{.*}}an NCHW convolution (the layout pass kept it){{.*}}"}
+// ANY:         tg.conv2d {{.*}} {qd.algo = "direct: {{.*}}a grouped convolution{{.*}}"}
+// DIRECT-COUNT-5: tg.conv2d {{.*}} {qd.algo = "direct: algo=direct"}
+// AUTO:        tg.conv2d {{.*}} {qd.algo = "direct: rule: winograd does not apply (the weight is not a constant (its transform is made once))"}
+// AUTO:        tg.conv2d {{.*}} {qd.algo = "direct: rule: 8 -> 8 channels, too few for winograd"}
+// AUTO:        tg.conv2d {{.*}} {qd.algo = "direct: rule: 4 4x4 tiles, too few for winograd"}
+// CHECK-NOT:   tg.winograd_input
+func.func @stays_direct(%x: tensor<1x16x6x6xf32>, %wn: tensor<16x16x3x3xf32>, %xh: tensor<1x6x6x16xf32>, %wg: tensor<3x3x8x16xf32>, %wi: tensor<3x3x16x16xf32>, %x8: tensor<1x6x6x8xf32>) -> (tensor<1x16x6x6xf32>, tensor<1x6x6x16xf32>, tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x6x6x16xf32>) {
+  %a = tg.conv2d %x, %wn strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x16x6x6xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x6x6xf32>
+  %b = tg.conv2d %xh, %wg strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x6x6x16xf32>, tensor<3x3x8x16xf32>) -> tensor<1x6x6x16xf32>
+  %c = tg.conv2d %xh, %wi strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x16xf32>, tensor<3x3x16x16xf32>) -> tensor<1x6x6x16xf32>
+  %w8 = tg.constant dense<0.5> : tensor<3x3x8x8xf32>
+  %d = tg.conv2d %x8, %w8 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x8x8xf32>) -> tensor<1x6x6x8xf32>
+  %w16 = tg.constant dense<0.5> : tensor<3x3x16x16xf32>
+  %e = tg.conv2d %xh, %w16 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x16xf32>, tensor<3x3x16x16xf32>) -> tensor<1x6x6x16xf32>
+  func.return %a, %b, %c, %d, %e : tensor<1x16x6x6xf32>, tensor<1x6x6x16xf32>, tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x6x6x16xf32>
+}

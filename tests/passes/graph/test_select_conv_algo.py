@@ -1,0 +1,237 @@
+"""``select-conv-algo``: every convolution algorithm against PyTorch, and the choice
+(rule, forced, measured and recorded) as ``stats["conv_algo"]`` reports it.
+
+Each case is a builder graph (NCHW, as a user writes it: ``layout`` makes it NHWC,
+then the pass picks the algorithm); the reference is ``torch.nn.functional.conv2d``
+in float64. Winograd rounds differently from the direct sum (its transforms scale
+by up to 8 and 1/24), so all algorithms are held to a float32 accumulation
+tolerance, not bitwise equality.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import qidao
+from qidao.compiler import conv_algo
+from qidao.frontend.builder import Graph
+
+torch = pytest.importorskip("torch")
+
+Array = np.ndarray[Any, Any]
+
+# (N, C, H, W, F, kernel, stride, padding, dilation, bias, relu)
+CASES = [
+    (1, 16, 8, 8, 16, 3, 1, 1, 1, True, False),  # whole 4x4 tiles
+    (2, 8, 7, 9, 24, 3, 1, 1, 1, True, True),  # partial tiles, batch 2, epilogue
+    (1, 5, 6, 6, 3, 3, 1, 0, 1, False, False),  # unpadded, odd channels
+    (1, 16, 10, 10, 32, 3, 1, (0, 1, 2, 1), 1, False, True),  # uneven padding
+    (1, 16, 9, 9, 16, 3, 2, 1, 1, True, False),  # stride 2: no winograd
+    (1, 8, 9, 9, 16, 3, 1, 2, 2, False, False),  # dilation 2: no winograd
+    (1, 32, 7, 7, 48, 1, 1, 0, 1, True, True),  # 1x1: matmul applies
+    (2, 6, 5, 5, 8, 5, 1, 2, 1, True, False),  # 5x5
+]
+ALGOS = ["direct", "matmul", "im2col", "winograd", "auto"]
+
+
+def case_graph(case: tuple[Any, ...]) -> tuple[Graph, list[Array], Array]:
+    """The graph, its input and the float64 PyTorch reference."""
+    n, c, h, w, f, k, stride, padding, dilation, bias, relu = case
+    rng = np.random.default_rng(hash(case) % 2**32)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weight = (rng.standard_normal((f, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+    b = rng.standard_normal(f).astype(np.float32) if bias else None
+    g = Graph("main")
+    xv = g.input("x", x.shape)
+    y = g.conv2d(
+        xv,
+        g.constant(weight),
+        None if b is None else g.constant(b),
+        strides=stride,
+        padding=padding,
+        dilation=dilation,
+    )
+    g.output(g.relu(y) if relu else y)
+    pads = padding if isinstance(padding, tuple) else (padding,) * 4
+    top, left, bottom, right = pads
+    xt = torch.nn.functional.pad(
+        torch.from_numpy(x).double(), (left, right, top, bottom)
+    )
+    want = torch.nn.functional.conv2d(
+        xt,
+        torch.from_numpy(weight).double(),
+        None if b is None else torch.from_numpy(b).double(),
+        stride=stride,
+        dilation=dilation,
+    )
+    if relu:
+        want = torch.relu(want)
+    return g, [x], want.numpy()
+
+
+def assert_close(outputs: list[Array], want: Array) -> None:
+    (got,) = outputs
+    assert got.shape == want.shape
+    scale = max(1.0, float(np.abs(want).max()))
+    err = float(np.abs(got - want).max())
+    assert err <= 1e-4 * scale, f"max error {err} (scale {scale})"
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_every_algorithm_matches_torch(case: tuple[Any, ...], algo: str) -> None:
+    g, inputs, want = case_graph(case)
+    compiled = qidao.compile(g, threads=1, algo=algo)
+    assert_close(compiled(*inputs), want)
+    (why,) = compiled.stats["conv_algo"].values()
+    used = why.split(":")[0]
+    if algo not in ("auto", "direct"):
+        # forced: used where it applies, else direct with the reason
+        assert used in (algo, "direct")
+        if used == "direct":
+            assert f"algo={algo} asked, but" in why
+
+
+def test_forced_algorithms_apply_where_they_should() -> None:
+    expected = {
+        ("winograd", 0): "winograd",
+        ("winograd", 4): "direct",  # stride 2
+        ("winograd", 5): "direct",  # dilated
+        ("matmul", 6): "matmul",
+        ("matmul", 0): "direct",  # 3x3
+        ("im2col", 4): "im2col",
+    }
+    for (algo, index), used in expected.items():
+        g, _, _ = case_graph(CASES[index])
+        compiled = qidao.compile(g, threads=1, algo=algo)
+        (why,) = compiled.stats["conv_algo"].values()
+        assert why.startswith(f"{used}:"), (algo, index, why)
+
+
+def test_two_threads_match() -> None:
+    g, inputs, want = case_graph(CASES[1])
+    for algo in ("winograd", "im2col"):
+        assert_close(qidao.compile(g, threads=2, algo=algo)(*inputs), want)
+
+
+def test_winograd_needs_a_constant_weight() -> None:
+    rng = np.random.default_rng(3)
+    g = Graph("main")
+    x = g.input("x", (1, 16, 8, 8))
+    w = g.input("w", (16, 16, 3, 3))
+    g.output(g.conv2d(x, w, padding=1))
+    compiled = qidao.compile(g, threads=1, algo="winograd")
+    (why,) = compiled.stats["conv_algo"].values()
+    assert why.startswith("direct:") and "not a constant" in why
+    xs = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
+    ws = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    want = torch.nn.functional.conv2d(
+        torch.from_numpy(xs).double(), torch.from_numpy(ws).double(), padding=1
+    )
+    assert_close(compiled(xs, ws), want.numpy())
+
+
+def test_an_unknown_algorithm_is_refused_before_any_work() -> None:
+    g, _, _ = case_graph(CASES[0])
+    with pytest.raises(ValueError, match="algo must be one of"):
+        qidao.compile(g, algo="fft")
+
+
+def test_eager_mode_keeps_direct_loops() -> None:
+    g, inputs, want = case_graph(CASES[0])
+    compiled = qidao.compile(g, threads=1, mode="eager", algo="winograd")
+    assert "conv_algo" not in compiled.stats
+    assert_close(compiled(*inputs), want)
+
+
+def test_benchmark_measures_then_reads_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QIDAO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("QIDAO_CACHE", "on")
+    monkeypatch.setattr(conv_algo, "MIN_TIME", 0.001)
+    g, inputs, want = case_graph(CASES[0])
+    first = qidao.compile(g, threads=1, algo="benchmark")
+    assert_close(first(*inputs), want)
+    (why,) = first.stats["conv_algo"].values()
+    assert "benchmark:" in why
+    for algo in ("direct", "im2col", "winograd"):
+        assert f"{algo} " in why  # every applicable algorithm was timed
+    lines = conv_algo.records_path().read_text().splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["choice"] == why.split(":")[0]
+    assert set(record["times_us"]) == {"direct", "im2col", "winograd"}
+
+    # the second compile of the model (cache off, so it compiles again) reads it
+    monkeypatch.setattr(conv_algo, "_time", _no_timing)
+    monkeypatch.setenv("QIDAO_CACHE", "on")
+    second = qidao.compile(g, threads=1, algo="benchmark", fuse=False)
+    (again,) = second.stats["conv_algo"].values()
+    assert "benchmark (recorded)" in again
+    assert again.split(":")[0] == record["choice"]
+
+
+def _no_timing(*args: Any) -> float:
+    raise AssertionError("a recorded choice was measured again")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "not json at all",
+        "[1, 2]",
+        '{"choice": "fft"}',
+        "TRUNCATE",
+        "WRONG_CHOICE",
+        "NEGATIVE_TIME",
+    ],
+)
+def test_a_damaged_record_is_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    monkeypatch.setenv("QIDAO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("QIDAO_CACHE", "on")
+    monkeypatch.setattr(conv_algo, "MIN_TIME", 0.001)
+    g, inputs, want = case_graph(CASES[0])
+    qidao.compile(g, threads=1, algo="benchmark")
+    path = conv_algo.records_path()
+    record = json.loads(path.read_text())
+    if damage == "TRUNCATE":
+        text = json.dumps(record)[:40]
+    elif damage == "WRONG_CHOICE":
+        text = json.dumps({**record, "choice": "matmul"})
+    elif damage == "NEGATIVE_TIME":
+        text = json.dumps({**record, "times_us": {"direct": -1.0, "winograd": 2.0}})
+    else:
+        text = damage
+    path.write_text(text + "\n")
+    measured: list[str] = []
+    real = conv_algo._time
+
+    def counting(compile_fn: Any, op: Any, algo: str, threads: int) -> float:
+        measured.append(algo)
+        return real(compile_fn, op, algo, threads)
+
+    monkeypatch.setattr(conv_algo, "_time", counting)
+    compiled = qidao.compile(g, threads=1, algo="benchmark", fuse=False)
+    (why,) = compiled.stats["conv_algo"].values()
+    assert "benchmark:" in why and "recorded" not in why
+    assert sorted(measured) == ["direct", "im2col", "winograd"]
+    assert_close(compiled(*inputs), want)
+
+
+def test_stats_table_names_each_convolution_algorithm() -> None:
+    from qidao.tools.explain import stats_table
+
+    g, _, _ = case_graph(CASES[0])
+    graph = qidao.compile(g, threads=1, algo="winograd")
+    eager = qidao.compile(g, threads=1, mode="eager")
+    text = stats_table(graph, eager)
+    assert "convolution algorithms (1, algo= chooses):" in text
+    assert "winograd: algo=winograd" in text
