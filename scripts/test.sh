@@ -8,4 +8,5 @@ pip_install -e '.[dev]'
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff format --check qidao tests; ruff check qidao tests
 echo "== mypy"; mypy
-echo "== pytest"; exec pytest -q "$@"
+# one worker per core (pytest-xdist); the longest tests start first (tests/conftest.py)
+echo "== pytest"; exec pytest -q -n auto "$@"

@@ -130,7 +130,7 @@ PIPELINES: dict[str, tuple[Stage, ...]] = {
             "`scf.for` loops over index arithmetic; exp/log/tanh/erf as polynomials; "
             "parallel loops outlined",
         ),
-        Stage("cf", (Step("convert-scf-to-cf"),), "basic blocks and branches"),
+        Stage("cf", (Step("lower-scf-to-cf"),), "basic blocks and branches"),
         Stage(
             "llvm-dialect",
             (

@@ -140,11 +140,12 @@ class Schedule:
         return f"{loop}_o", f"{loop}_i"
 
     @primitive("peel")
-    def peel(self, kernel: str, loop: str) -> str:
-        """Run the last iteration of ``loop`` in a copy ``<loop>_t`` (its loops
-        renamed ``<name>_t``), so ``split``'s ``min`` bounds become constants in
-        both parts (see ``qidao/passes/schedule/peel.py``); returns the copy's name."""
-        return f"{loop}_t"
+    def peel(self, kernel: str, loop: str, suffix: str = "_t") -> str:
+        """Run the last iteration of ``loop`` in a copy ``<loop><suffix>`` (its
+        loops renamed ``<name><suffix>``), so ``split``'s ``min`` bounds become
+        constants in both parts (see ``qidao/passes/schedule/peel.py``); returns
+        the copy's name."""
+        return f"{loop}{suffix}"
 
     @primitive("reorder")
     def reorder(self, kernel: str, *loops: str) -> None:

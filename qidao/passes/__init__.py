@@ -11,7 +11,8 @@ folder          the passes
                 reorder, vectorize, parallel, bind, cache-read, ...) and the loop library they
                 share (``schedule/loops/``: loop lookup, rewriting, footprints)
 ``cpu/``        affine -> llvm dialect: expand-math, lower-affine,
-                convert-parallel-to-gomp, convert-to-llvm (patterns in ``cpu/llvm/``)
+                convert-parallel-to-gomp, lower-scf-to-cf, convert-to-llvm
+                (patterns in ``cpu/llvm/``)
 ==============  ==========================================================================
 
 Registering a pass is one local act: put a ``ModulePass`` subclass whose ``name`` is

@@ -31,7 +31,7 @@ cross into the context as ``builtin.unrealized_conversion_cast`` to ``!llvm.ptr`
 and back, which ``convert-to-llvm`` lowers to nothing (bare pointers on both sides).
 The JIT loads ``libgomp.so.1`` (``qidao.runtime.cpu``) when the IR calls it.
 
-Preconditions: runs after ``lower-affine`` and before ``convert-scf-to-cf``; a
+Preconditions: runs after ``lower-affine`` and before ``lower-scf-to-cf``; a
 marked loop has no iter_args and no marked loop inside it (the ``parallel`` pass
 guarantees both; this pass checks again). Captured values are memrefs, index,
 integers, floats or ``!llvm.ptr``.

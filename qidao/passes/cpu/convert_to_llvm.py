@@ -15,7 +15,7 @@ function directly, so it leaves no ``unrealized_conversion_cast``; ops already i
 llvm dialect (and top-level ``llvm.func``/``llvm.mlir.global`` ops) are kept as they are.
 
 Preconditions: no affine or scf ops left (run ``lower-affine`` and
-``convert-scf-to-cf`` first); memref shapes, strides and offsets are static. An op
+``lower-scf-to-cf`` first); memref shapes, strides and offsets are static. An op
 without a lowering raises an error naming it.
 
 Before:

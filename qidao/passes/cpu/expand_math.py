@@ -107,6 +107,18 @@ EXPANSIONS: dict[type[Operation], Callable[[F32Emitter, SSAValue], SSAValue]] = 
 """The math ops this pass rewrites on f32, and the function that writes each out."""
 
 
+def scalar_only_math(op: Operation) -> str | None:
+    """The name of the first op in or under ``op`` that this pass writes out on
+    scalars only (an ``EXPANSIONS`` op), if any. A schedule that puts such an op on
+    vectors (``vectorize``) leaves it to LLVM, which makes a vector ``math.exp`` one
+    libm call per lane; left on scalars in a loop, its expansion is what LLVM's loop
+    vectorizer widens."""
+    for inner in op.walk():
+        if type(inner) in EXPANSIONS:
+            return inner.name
+    return None
+
+
 class ExpandMathF32(RewritePattern):
     """One f32 math op in ``EXPANSIONS`` -> its arith expansion, inserted in place."""
 

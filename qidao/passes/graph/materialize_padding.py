@@ -16,12 +16,31 @@ The rule (documented, and tested at both sides): a ``tg.conv2d`` is rewritten wh
 
 - its layout is NHWC and some padding amount is > 0 (NCHW kernels keep the tests:
   they do not vectorize over channels, so no tile needs the loops free);
-- ``groups == 1`` and the output channels ``F`` are a multiple of 16 (whole
-  ``<16 x float>`` vectors: what the conv register tile takes);
-- it is compute-bound: it does at least ``MIN_MACS_PER_COPIED_ELEMENT`` (64)
-  multiply-adds per element the pad copies, ``OH * OW * KH * KW * F / (Hp * Wp)``
-  (a 3x3 convolution to 64 channels does ~540; a 1x1 convolution to 16 channels
-  only 16, and the copy would cost more than the tests).
+- each group's output channels ``Fg = F / groups`` (``F`` itself when ungrouped)
+  are a multiple of 16 (whole ``<16 x float>`` vectors: what the conv register
+  tile takes; a depthwise convolution has ``Fg = 1``);
+- it is compute-bound: it does at least ``MIN_MACS_PER_COPIED_ELEMENT`` (64;
+  ``MIN_MACS_GROUPED``, 16, when grouped) multiply-adds per element the pad
+  copies, ``OH * OW * KH * KW * Fg / (Hp * Wp)`` (a 3x3 convolution to 64
+  channels does ~540; a 1x1 convolution to 16 channels only 16, and the copy would
+  cost more than the tests);
+- grouped, ``OW`` is a multiple of one of 4 .. 8 (``GROUPED_TILE_WIDTHS``): a tile
+  width for every ``Fg`` above, so the tile applies and the copy is not lost.
+
+Grouped convolutions (RegNet's: groups of 16 output channels) get the tile per
+group (``conv.py``), and their kernel without it (the padding test in, LLVM
+vectorizing ``f``) is slow, so the copy pays at less work than the dense rule
+asks: RegNet's 3x3 grouped convolutions at stride 2 do only 28 to 34
+multiply-adds per copied element. Measured (one thread, AMD EPYC znver5, a busy
+2-core machine shared with other runs: medians of 7 interleaved rounds, twice;
+us, the padding test in the kernel vs the pad + the tiled kernel, ``C@HxW/stride
+g groups``, Fg 16, ratio in parentheses): 32@56x56/2 g2 (34) 142-154 vs 72-73, of
+which the pad 9; 64@28x28/2 g4 (31) 61-73 vs 36-38; 128@14x14/2 g8 (28) 31-35 vs
+18; 256@7x7/2 g16 (28) 16-18 vs 12-15; 128@7x7/1 g8 (87) 28-29 vs 16; a padded
+1x1 convolution (16): 64@14x14 9.4 vs 6.5, 32@56x56 182 vs 170. Where no tile
+width divides ``OW`` the pad is pure cost: 64@5x5/2 g4 (``OW`` 3) 1.8 vs 3.8,
+256@4x4/2 g16 (``OW`` 2) 4.0 vs 6.4, and a 3- or 2-wide tile does not win it back
+(2.0 and 5.5), so those keep their test.
 
 Depthwise convolutions (``groups = C = F``, ``lowering/conv_depthwise.py``) keep
 their padding test: it costs once per output pixel and tap for a whole block of 16
@@ -32,7 +51,8 @@ blocks outermost, both scheduled): stride 1, 3x3, 16 channels on 112x112 53 vs
 28x28 66 vs 64, 384 on 14x14 36 vs 31, 960 on 7x7 38 vs 28; stride 2 (the pad
 copies the 4x larger input): 96 on 112x112 246 vs 579, 144 on 56x56 54 vs 207, 576
 on 14x14 22 vs 45. The copy costs about what the tests do at stride 1 and far more
-at stride 2, so the ``groups == 1`` condition above leaves them alone.
+at stride 2, so the whole-vectors condition above (their ``Fg`` is 1) leaves them
+alone.
 
 Everything else is left alone, so a second run changes nothing (the rewritten
 convolution has no padding left).
@@ -71,24 +91,34 @@ VECTOR_WIDTH = 16
 """Output channels must come in whole ``<16 x float>`` vectors."""
 MIN_MACS_PER_COPIED_ELEMENT = 64
 """Multiply-adds the convolution must do per element of the padded copy."""
+MIN_MACS_GROUPED = 16
+"""The same for a grouped convolution: its untiled kernel is slower (see above)."""
+GROUPED_TILE_WIDTHS = range(4, 9)
+"""A grouped convolution's ``OW`` must be a multiple of one of these: the widths
+the conv tile takes for every ``Fg`` that is a multiple of 16."""
 
 
 def should_materialize(op: tg.Conv2dOp) -> bool:
-    """The rule of the module docstring: an NHWC, padded, ungrouped convolution
-    with whole vectors of output channels that does enough work per copied
-    element."""
+    """The rule of the module docstring: an NHWC, padded convolution with whole
+    vectors of output channels per group that does enough work per copied
+    element (and, grouped, has a row of output pixels the tile divides)."""
     padding = ints(op.padding)
     if op.data_layout() != NHWC or not any(padding):
         return False
     kh, kw, _, f = shape_of(op.weight.type)
-    if op.groups.value.data != 1 or f % VECTOR_WIDTH:
+    groups = op.groups.value.data
+    fg = f // groups  # one group's output channels: F itself when ungrouped
+    if fg % VECTOR_WIDTH:
         return False
     _, h, w, _ = shape_of(op.input.type)
     _, oh, ow, _ = shape_of(op.result.type)
+    if groups > 1 and not any(ow % width == 0 for width in GROUPED_TILE_WIDTHS):
+        return False
     top, left, bottom, right = padding
     copied = (h + top + bottom) * (w + left + right)
-    macs = oh * ow * kh * kw * f
-    return macs >= MIN_MACS_PER_COPIED_ELEMENT * copied
+    macs = oh * ow * kh * kw * fg
+    least = MIN_MACS_PER_COPIED_ELEMENT if groups == 1 else MIN_MACS_GROUPED
+    return macs >= least * copied
 
 
 class MaterializeConvPadding(RewritePattern):
@@ -109,7 +139,7 @@ class MaterializeConvPadding(RewritePattern):
             strides=ints(op.strides),
             padding=(0, 0, 0, 0),
             dilation=ints(op.dilation),
-            groups=1,
+            groups=op.groups.value.data,
             layout=NHWC,
         )
         conv.result.name_hint = op.result.name_hint

@@ -15,13 +15,16 @@ iterations and the tail one of ``N mod F``; both can then be unrolled. A matmul 
 197 rows tiles its C by 8 rows this way (24 tiles of 8 and one of 5) instead of by
 the one row that divides 197 (see ``compiler/targets/cpu/defaults/matmul.py``).
 
-Options: ``kernel`` (the kernel's function name) and ``loop`` (its ``qd.loop`` name),
-e.g. ``peel{kernel="main_k0_matmul" loop="i_o"}``.
+Options: ``kernel`` (the kernel's function name), ``loop`` (its ``qd.loop`` name)
+and ``suffix`` (default ``_t``: ``'_'`` and letters, digits or ``'_'``), e.g.
+``peel{kernel="main_k0_matmul" loop="i_o"}``. A second peel in the same nest names
+its copy's loops apart with another suffix (the matmul default peels the last
+column panel with ``_p`` and the last row tile with ``_t``).
 
 The rule: ``loop``, with constant bounds ``[lb, ub)`` and step 1, keeps the
 iterations ``[lb, ub - 1)``; a copy of it (and of everything in its body), named
-``<loop>_t``, runs the last one, ``[ub - 1, ub)``, right after it. Every named loop in
-the copy is renamed ``<name>_t`` (``qd.loop`` and the induction variable's name), so
+``<loop><suffix>``, runs the last one, ``[ub - 1, ub)``, right after it. Every named loop in
+the copy is renamed ``<name><suffix>`` (``qd.loop`` and the induction variable's name), so
 loop names stay unique. iter_args flow from the first part into the copy. Then, in
 each part, a bound of a loop in its body becomes a constant when it is one over the
 part's range of ``loop``: an upper bound (the min of its map's results) whose map
@@ -38,7 +41,8 @@ Errors (``ScheduleError`` subclasses, naming kernel and loop): an unknown kernel
 loop; bounds that are not constants or a step other than 1
 (``NonConstantBoundsError``); a loop of fewer than two iterations, or one with no
 bound in its body that peeling makes constant: there is nothing to peel, and the
-copy would only grow the code (``IllegalScheduleError``); a kernel that already has
+copy would only grow the code (``IllegalScheduleError``); a suffix that is not
+``'_'`` and letters, digits or ``'_'`` (``InvalidArgumentError``); a kernel that already has
 one of the copy's names (``DuplicateLoopNameError``). All checks come before the
 first change to the IR.
 
@@ -70,6 +74,7 @@ affine.for %i_o_t = 2 to 3 {
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,7 +91,10 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from qidao.passes.schedule.loops.errors import IllegalScheduleError
+from qidao.passes.schedule.loops.errors import (
+    IllegalScheduleError,
+    InvalidArgumentError,
+)
 from qidao.passes.schedule.loops.nest import (
     check_new_names,
     constant_map,
@@ -105,8 +113,16 @@ Bounds = tuple[int | None, int | None]
 the bound stays)."""
 
 
-def peel_loop(module: ModuleOp, kernel: str, loop: str) -> str:
-    """Peel the last iteration of ``loop`` of ``kernel``; return the copy's name."""
+def peel_loop(module: ModuleOp, kernel: str, loop: str, suffix: str = SUFFIX) -> str:
+    """Peel the last iteration of ``loop`` of ``kernel`` into a copy whose loops
+    are named ``<name><suffix>``; return the copy's name."""
+    if not re.fullmatch(r"_[A-Za-z0-9_]+", suffix):
+        raise InvalidArgumentError(
+            "peel",
+            kernel,
+            loop,
+            f"the suffix must be '_' and letters, digits or '_', got {suffix!r}",
+        )
     fn, old = find_loop(module, "peel", kernel, loop)
     lb, ub = require_constant_bounds(old, "peel", kernel)
     if ub - lb < 2:
@@ -128,7 +144,7 @@ def peel_loop(module: ModuleOp, kernel: str, loop: str) -> str:
             "constant: there is nothing to peel",
         )
     names = [str(loop_name(op)) for op in nested if loop_name(op) is not None]
-    check_new_names(fn, [n + SUFFIX for n in [loop, *names]], "peel", kernel, loop)
+    check_new_names(fn, [n + suffix for n in [loop, *names]], "peel", kernel, loop)
 
     tail = old.clone()
     Rewriter.insert_op(tail, InsertPoint.after(old))
@@ -138,13 +154,13 @@ def peel_loop(module: ModuleOp, kernel: str, loop: str) -> str:
     tail.operands = [*tail.operands[:bounds], *old.results]
     set_bounds(old, constant_map(lb), constant_map(ub - 1))
     set_bounds(tail, constant_map(ub - 1), constant_map(ub))
-    rename_nested_loops([tail], SUFFIX)
+    rename_nested_loops([tail], suffix)
     tail_nested = [
         op for op in tail.walk() if op is not tail and isinstance(op, affine.ForOp)
     ]
     _apply(nested, main_plan)
     _apply(tail_nested, tail_plan)
-    return loop + SUFFIX
+    return loop + suffix
 
 
 def _apply(loops: Sequence[affine.ForOp], plan: Sequence[Bounds]) -> None:
@@ -233,6 +249,7 @@ class PeelPass(ModulePass):
 
     kernel: str
     loop: str
+    suffix: str = SUFFIX
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        peel_loop(op, self.kernel, self.loop)
+        peel_loop(op, self.kernel, self.loop, self.suffix)

@@ -15,7 +15,17 @@ the loop's step); copy ``k`` reads ``i + k`` (folded into the maps). When F does
 not divide T the remaining ``T mod F`` iterations run in a remainder loop named
 ``<loop>_rem`` after it. Loops nested in the body keep loop names unique: in copy
 ``k >= 1`` a loop ``j`` becomes ``j_u<k>``, in the remainder loop ``j_rem``. iter_args are threaded through the copies and into the
-remainder loop. ``factor=1`` changes nothing.
+remainder loop.
+
+``factor=1`` keeps the loop rolled: it marks the loop ``qd.rolled`` (a unit
+attribute, and nothing else changes), which goes down with it to its back edge in
+LLVM IR as ``!llvm.loop`` metadata with ``llvm.loop.unroll.disable``
+(``lower-scf-to-cf``, ``convert-to-llvm``, the CPU emitter), so LLVM does not
+unroll it either. LLVM unrolls a loop with a small constant trip count fully on
+its own; for a reduction over a row that is wrong: the copies of two passes over
+the same row keep every element live in registers and spill (layer norm, see
+``qidao/compiler/targets/cpu/defaults/rows.py``). The bounds need not be constants
+for ``factor=1``; a main loop made by a later ``unroll`` keeps the mark.
 
 The copies run the iterations in their original order, so unrolling is always
 legal. Errors: an unknown kernel or loop; ``factor < 0``; bounds that are not
@@ -51,7 +61,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import AffineMapAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Block, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -60,6 +70,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from qidao.passes.schedule.loops.errors import InvalidArgumentError
 from qidao.passes.schedule.loops.nest import (
     LOOP_ATTR,
+    ROLLED_ATTR,
     body_ops,
     check_new_names,
     constant_map,
@@ -85,11 +96,12 @@ def unroll_loop(module: ModuleOp, kernel: str, loop: str, factor: int = 0) -> No
             f"factor must be 0 (full unroll) or positive, got {factor}",
         )
     fn, old = find_loop(module, "unroll", kernel, loop)
+    if factor == 1:
+        old.attributes[ROLLED_ATTR] = UnitAttr()
+        return
     lb, ub = require_constant_bounds(old, "unroll", kernel, step_one=False)
     step = step_of(old)
     trips = max(0, -(-(ub - lb) // step))
-    if factor == 1:
-        return
     nested = [
         str(loop_name(op))
         for op in old.walk()

@@ -193,6 +193,25 @@ def _no_timing(*args: Any) -> float:
     raise AssertionError("a recorded choice was measured again")
 
 
+@pytest.fixture(scope="module")
+def good_record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The record one real ``algo="benchmark"`` compile writes (made once: each
+    damage below starts from it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QIDAO_CACHE_DIR", str(tmp_path_factory.mktemp("good")))
+        mp.setenv("QIDAO_CACHE", "on")
+        mp.setattr(conv_algo, "MIN_TIME", 0.001)
+        g, _, _ = case_graph(CASES[0])
+        qidao.compile(g, threads=1, algo="benchmark")
+        record: dict[str, Any] = json.loads(conv_algo.records_path().read_text())
+    return record
+
+
+FAKE_TIMES_US = {"direct": 3.0, "im2col": 2.0, "winograd": 1.0}
+"""What the second compile "measures": the choice must come from these, not from
+the damaged line."""
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -205,37 +224,42 @@ def _no_timing(*args: Any) -> float:
     ],
 )
 def test_a_damaged_record_is_measured_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    damage: str,
+    good_record: dict[str, Any],
 ) -> None:
     monkeypatch.setenv("QIDAO_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("QIDAO_CACHE", "on")
-    monkeypatch.setattr(conv_algo, "MIN_TIME", 0.001)
     g, inputs, want = case_graph(CASES[0])
-    qidao.compile(g, threads=1, algo="benchmark")
-    path = conv_algo.records_path()
-    record = json.loads(path.read_text())
     if damage == "TRUNCATE":
-        text = json.dumps(record)[:40]
+        text = json.dumps(good_record)[:40]
     elif damage == "WRONG_CHOICE":
-        text = json.dumps({**record, "choice": "matmul"})
+        text = json.dumps({**good_record, "choice": "matmul"})
     elif damage == "NEGATIVE_TIME":
-        text = json.dumps({**record, "times_us": {"direct": -1.0, "winograd": 2.0}})
+        times = {"direct": -1.0, "winograd": 2.0}
+        text = json.dumps({**good_record, "times_us": times})
     else:
         text = damage
+    path = conv_algo.records_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + "\n")
     measured: list[str] = []
-    real = conv_algo._time
 
-    def counting(compile_fn: Any, op: Any, algo: str, threads: int) -> float:
+    def fake(compile_fn: Any, op: Any, algo: str, threads: int) -> float:
         measured.append(algo)
-        return real(compile_fn, op, algo, threads)
+        return FAKE_TIMES_US[algo]
 
-    monkeypatch.setattr(conv_algo, "_time", counting)
+    monkeypatch.setattr(conv_algo, "_time", fake)
     compiled = qidao.compile(g, threads=1, algo="benchmark", fuse=False)
     (why,) = compiled.stats["conv_algo"].values()
-    assert "benchmark:" in why and "recorded" not in why
+    assert why.startswith("winograd: benchmark:") and "recorded" not in why
     assert sorted(measured) == ["direct", "im2col", "winograd"]
     assert_close(compiled(*inputs), want)
+    # the damaged line was replaced by a good one, which the next compile reads
+    monkeypatch.setattr(conv_algo, "_time", _no_timing)
+    again = qidao.compile(g, threads=1, algo="benchmark", fuse=False)
+    assert "benchmark (recorded)" in next(iter(again.stats["conv_algo"].values()))
 
 
 def test_stats_table_names_each_convolution_algorithm() -> None:

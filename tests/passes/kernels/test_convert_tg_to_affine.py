@@ -155,7 +155,8 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%x: tensor<2x3x4xf32>",
         "%r = tg.reduce_mean %x axes = [1] keepdims : tensor<2x3x4xf32> -> tensor<2x1x4xf32>",
         "%r : tensor<2x1x4xf32>",
-        [["i0", "i1", "r0"]],
+        # the kept last axis innermost: init, accumulate into the output, divide
+        [["i0_init", "i1_init", "i0", "r0", "i1", "i0_norm", "i1_norm"]],
     ),
     "tg.reduce_max": (
         "%x: tensor<2x3x4xf32>",

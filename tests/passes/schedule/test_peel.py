@@ -81,8 +81,8 @@ def test_peel_of_a_reduction_carries_its_value() -> None:
 def test_trace_replays_as_python_and_pipeline() -> None:
     s = Schedule.for_model(matmul(13, 8, 32))
     peeled_tile(s)
-    assert s.trace[3].python() == f's.peel("{K}", "i_o")'
-    assert s.trace[3].pass_spec() == f'peel{{kernel="{K}" loop="i_o"}}'
+    assert s.trace[3].python() == f's.peel("{K}", "i_o", "_t")'
+    assert s.trace[3].pass_spec() == f'peel{{kernel="{K}" loop="i_o" suffix="_t"}}'
     for trace in (s.python(), s.pipeline()):
         replayed = Schedule.replay(Schedule.for_model(matmul(13, 8, 32)).module, trace)
         assert str(replayed.module) == str(s.module)

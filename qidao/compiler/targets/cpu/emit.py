@@ -25,6 +25,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, i1
 
 from qidao.passes.cpu.llvm.memref import ALIGNMENT
+from qidao.passes.schedule.loops.nest import ROLLED_ATTR
 
 INLINE_BYTES = 1024
 """Globals up to this size are printed as LLVM constants; larger ones are weights."""
@@ -105,12 +106,37 @@ def _translate(module: ModuleOp, external: set[str]) -> str:
     ir_module = convert_module(module, fallback_target_triple=host_triple())
     for op in module.ops:
         if isinstance(op, llvm.FuncOp) and op.body.blocks:
-            _name_values(op, ir_module.get_global(op.sym_name.data))
+            fn = ir_module.get_global(op.sym_name.data)
+            _name_values(op, fn)
+            _keep_rolled(op, fn)
     for name in external:
         variable = ir_module.get_global(name)
         assert isinstance(variable, ir.GlobalVariable)
         variable.align = ALIGNMENT  # emit_program's arrays are aligned to it
     return str(ir_module)
+
+
+def _keep_rolled(op: llvm.FuncOp, fn: ir.Function) -> None:
+    """Loop metadata on the back edge of every loop the schedule keeps rolled (an
+    ``llvm.br`` marked ``qd.rolled``, see ``qidao/passes/cpu/lower_scf_to_cf.py``):
+    ``br label %bb1, !llvm.loop !3`` with ``!3 = !{ !3, !4 }`` and
+    ``!4 = !{ !"llvm.loop.unroll.disable" }``. A loop ID names itself (its first
+    operand), so each loop gets its own."""
+    module = fn.module
+    disable: ir.MDValue | None = None
+    for block, ir_block in zip(op.body.blocks, fn.blocks, strict=True):
+        branch = block.last_op
+        if not isinstance(branch, llvm.BrOp) or ROLLED_ATTR not in branch.attributes:
+            continue
+        if disable is None:
+            disable = module.add_metadata(
+                [ir.MetaDataString(module, "llvm.loop.unroll.disable")]
+            )
+        loop_id = ir.MDValue(module, [disable], name=str(len(module.metadata)))
+        loop_id.operands = (loop_id, disable)
+        terminator = ir_block.terminator
+        assert terminator is not None
+        terminator.set_metadata("llvm.loop", loop_id)
 
 
 def _name_values(op: llvm.FuncOp, fn: ir.Function) -> None:

@@ -21,6 +21,7 @@ from qidao.passes.cpu.llvm.lowering import (
     LoweringError,
     convert_type,
 )
+from qidao.passes.schedule.loops.nest import ROLLED_ATTR
 
 
 def _call(op: Operation, fl: FunctionLowering) -> None:
@@ -47,8 +48,12 @@ def _return(op: Operation, fl: FunctionLowering) -> None:
 
 
 def _br(op: Operation, fl: FunctionLowering) -> None:
+    """``cf.br`` -> ``llvm.br``; a loop's back edge keeps ``qd.rolled``
+    (``lower-scf-to-cf``), which the emitter turns into loop metadata."""
     assert isinstance(op, cf.BranchOp)
-    fl.emit(llvm.BrOp(fl.blocks[op.successor], *fl.operands(op)))
+    br = fl.emit(llvm.BrOp(fl.blocks[op.successor], *fl.operands(op)))
+    if ROLLED_ATTR in op.attributes:
+        br.attributes[ROLLED_ATTR] = op.attributes[ROLLED_ATTR]
 
 
 def _cond_br(op: Operation, fl: FunctionLowering) -> None:
@@ -96,7 +101,7 @@ def lower_op(
         return
     raise LoweringError(
         f"convert-to-llvm: no lowering for '{op.name}' (lower affine/scf first: "
-        "lower-affine, convert-scf-to-cf)"
+        "lower-affine, lower-scf-to-cf)"
     )
 
 

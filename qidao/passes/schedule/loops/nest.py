@@ -43,6 +43,9 @@ from qidao.passes.schedule.loops.errors import (
 )
 
 LOOP_ATTR = "qd.loop"
+ROLLED_ATTR = "qd.rolled"
+"""A unit attribute on a loop that must stay rolled (``unroll`` by 1): it travels
+down to the loop's back edge, where LLVM reads ``llvm.loop.unroll.disable``."""
 KERNEL_ATTR = "qd.kernel"
 
 # --- finding kernels and loops --------------------------------------------------

@@ -4,8 +4,8 @@ Winograd).
 
 ``schedule_conv`` either register-tiles an NHWC convolution kernel or returns False
 and leaves it exactly as it was. The tile needs the main nest ``n, oh, ow, kh, kw,
-c, f`` perfectly nested, the init nest ``n_init, ...`` and the epilogue outside it
-(as the NHWC lowering makes them).
+c, f`` (grouped: ``n, oh, ow, kh, kw, g, c, f``) perfectly nested, the init nest
+``n_init, ...`` and the epilogue outside it (as the NHWC lowering makes them).
 """
 
 from __future__ import annotations
@@ -24,14 +24,20 @@ Array = np.ndarray[Any, Any]
 
 
 def conv_graph(
-    c: int, f: int, hw: tuple[int, int], stride: int = 1, padding: int = 1
+    c: int,
+    f: int,
+    hw: tuple[int, int],
+    stride: int = 1,
+    padding: int = 1,
+    groups: int = 1,
 ) -> tuple[Graph, Array, Array]:
     rng = np.random.default_rng(0)
-    weight = (rng.standard_normal((f, c, 3, 3)) * 0.1).astype(np.float32)
+    weight = (rng.standard_normal((f, c // groups, 3, 3)) * 0.1).astype(np.float32)
     bias = rng.standard_normal(f).astype(np.float32)
     g = Graph()
     x = g.input("x", (1, c, *hw))
-    g.output(g.conv2d(x, weight, bias, strides=stride, padding=padding))
+    y = g.conv2d(x, weight, bias, strides=stride, padding=padding, groups=groups)
+    g.output(y)
     return g, weight, bias
 
 
@@ -39,10 +45,17 @@ def conv_kernel(s: Schedule) -> str:
     return next(k for k, ops in s.kernels().items() if ops.startswith("tg.conv2d"))
 
 
-def reference(x: Array, w: Array, b: Array, stride: int, padding: int) -> Array:
+def reference(
+    x: Array, w: Array, b: Array, stride: int, padding: int, groups: int = 1
+) -> Array:
     torch = pytest.importorskip("torch", reason="the conv oracle is torch")
     y = torch.nn.functional.conv2d(
-        torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), stride, padding
+        torch.from_numpy(x),
+        torch.from_numpy(w),
+        torch.from_numpy(b),
+        stride,
+        padding,
+        groups=groups,
     )
     return np.asarray(y.numpy())
 
@@ -111,3 +124,107 @@ def test_default_conv_relu_epilogue_in_the_tile(threads: int) -> None:
     data = rng.standard_normal((2, 16, 12, 16)).astype(np.float32)
     want = np.maximum(reference(data, w, b, 1, 1), 0)
     np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_swish_epilogue_after_the_write_back() -> None:
+    """conv + x * sigmoid(x) (EfficientNet): the epilogue's exp stays on scalars,
+    where ``expand-math`` writes it out; it moves into the tile after
+    ``cache_write``, onto ``out``, not onto the vector accumulators."""
+    rng = np.random.default_rng(4)
+    w = (rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    g = Graph()
+    x = g.input("x", (1, 16, 8, 16))
+    y = g.conv2d(x, w, b, padding=1)
+    g.output(g.mul(y, g.sigmoid(y)))
+    compiled = qidao.compile(g, threads=1, algo="direct")
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "fused" in k]
+    trace = compiled.stats["schedule"]
+    write = trace.index(f's.cache_write("{kernel}"')
+    assert trace.index(f's.compute_at("{kernel}", "n_epi"') > write
+    ir = compiled.ir("schedule")
+    assert not [
+        line for line in ir.splitlines() if "math.exp" in line and "vector<" in line
+    ]
+    data = rng.standard_normal((1, 16, 8, 16)).astype(np.float32)
+    conv = reference(data, w, b, 1, 1).astype(np.float64)
+    want = conv / (1 + np.exp(-conv))
+    np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-5, atol=1e-5)
+
+
+GROUPED = [
+    # (C, F, (H, W), stride, groups): Fg = F / groups output channels per group
+    (32, 32, (8, 8), 2, 2),  # RegNet's first: Fg 16, stride 2, OW 4
+    (64, 64, (6, 7), 1, 4),  # Fg 16, stride 1, OW 7
+    (32, 64, (5, 8), 1, 2),  # Fg 32, OW 8
+    (64, 128, (7, 10), 2, 4),  # Fg 32, stride 2, OW 5
+    (32, 256, (3, 4), 1, 2),  # Fg 128: f split by 64, the side nests stay apart
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("c", "f", "hw", "stride", "groups"), GROUPED)
+def test_grouped_tile_numerics(
+    c: int, f: int, hw: tuple[int, int], stride: int, groups: int, threads: int
+) -> None:
+    """A grouped convolution (RegNet's) through the defaults: ``materialize-padding``
+    takes out its padding test and the tile runs per group, ``g`` outside the
+    reduction ``kh, kw, c``."""
+    g, w, b = conv_graph(c, f, hw, stride, groups=groups)
+    compiled = qidao.compile(g, threads=threads, algo="direct")
+    assert "tg.pad" in compiled.ir("tg")
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "conv2d" in k]
+    report = compiled.stats["default_schedule"][kernel]
+    assert report == "conv2d: register tile of output pixels x output channels"
+    trace = compiled.stats["schedule"]
+    assert f's.reorder("{kernel}", "n", "oh", "ow_o", "g", ' in trace
+    assert f's.cache_write("{kernel}"' in trace
+    x = np.random.default_rng(5).standard_normal((1, c, *hw)).astype(np.float32)
+    (got,) = compiled(x)
+    want = reference(x, w, b, stride, 1, groups)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_grouped_relu_epilogue_in_the_tile(threads: int) -> None:
+    """RegNet's grouped conv + relu: the init and epilogue nests run per group's
+    tile (``compute_at`` at ``g``), on the accumulators."""
+    rng = np.random.default_rng(6)
+    w = (rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    g = Graph()
+    x = g.input("x", (2, 32, 9, 16))
+    g.output(g.relu(g.conv2d(x, w, b, strides=2, padding=1, groups=2)))
+    compiled = qidao.compile(g, threads=threads, algo="direct")
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "fused" in k]
+    assert compiled.stats["default_schedule"][kernel].startswith("conv2d: register")
+    trace = compiled.stats["schedule"]
+    assert f's.compute_at("{kernel}", "n_init", "g")' in trace
+    assert f's.compute_at("{kernel}", "n_epi", "g")' in trace
+    data = rng.standard_normal((2, 32, 9, 16)).astype(np.float32)
+    want = np.maximum(reference(data, w, b, 2, 1, 2), 0)
+    np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_rows_in_parallel() -> None:
+    """At 2 threads a grouped tile of enough work (4.7 MFLOP) splits ``oh``."""
+    g, w, b = conv_graph(64, 64, (16, 16), 1, groups=4)
+    compiled = qidao.compile(g, threads=2, algo="direct")
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "conv2d" in k]
+    assert f's.parallel("{kernel}", "oh")' in compiled.stats["schedule"]
+    x = np.random.default_rng(8).standard_normal((1, 64, 16, 16)).astype(np.float32)
+    (got,) = compiled(x)
+    np.testing.assert_allclose(got, reference(x, w, b, 1, 1, 4), rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_without_a_tile_width_is_left_alone() -> None:
+    """OW 3 (no tile width 4..8 divides it): ``materialize-padding`` leaves the
+    padding test in, and the schedule leaves the kernel as lowered."""
+    g, w, b = conv_graph(32, 32, (5, 5), 2, groups=2)
+    compiled = qidao.compile(g, threads=1, algo="direct")
+    assert "tg.pad" not in compiled.ir("tg")
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "conv2d" in k]
+    assert compiled.stats["default_schedule"][kernel].startswith("none: ")
+    x = np.random.default_rng(7).standard_normal((1, 32, 5, 5)).astype(np.float32)
+    (got,) = compiled(x)
+    np.testing.assert_allclose(got, reference(x, w, b, 2, 1, 2), rtol=1e-4, atol=1e-4)

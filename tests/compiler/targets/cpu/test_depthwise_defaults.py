@@ -58,8 +58,10 @@ def run(
     bias: bool = True,
     relu: bool = False,
     threads: int = 1,
+    swish: bool = False,
 ) -> CompiledModel:
-    """Compile a depthwise conv (+ relu), compare it with PyTorch, return it."""
+    """Compile a depthwise conv (+ relu or swish), compare it with PyTorch, return
+    it."""
     c = shape[1]
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((c * multiplier, 1, 3, 3)).astype(np.float32)
@@ -69,12 +71,16 @@ def run(
     y = g.conv2d(
         x, weight, b, strides=stride, padding=padding, dilation=dilation, groups=c
     )
+    if swish:
+        y = g.mul(y, g.sigmoid(y))
     g.output(g.relu(y) if relu else y)
     compiled = qidao.compile(g, threads=threads)
     data = rng.standard_normal(shape).astype(np.float32)
     want = depthwise(data, weight, b, stride, padding, dilation)
     if relu:
         want = np.maximum(want, 0)
+    if swish:
+        want = want / (1 + np.exp(-want.astype(np.float64)))
     np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-5, atol=1e-5)
     return compiled
 
@@ -111,6 +117,21 @@ def test_vectorized_numerics(
     compiled = run(shape, stride=stride, padding=padding, dilation=dilation)
     assert conv_report(compiled).startswith("conv2d: depthwise, channels on <16")
     run(shape, stride=stride, padding=padding, relu=True, bias=False, threads=threads)
+
+
+def test_swish_epilogue_left_to_llvm() -> None:
+    """x * sigmoid(x) after the conv (EfficientNet): the epilogue's exp stays on
+    scalars, where ``expand-math`` writes it out (on vectors it would be a libm call
+    per lane), and the report says so."""
+    compiled = run((1, 32, 6, 7), swish=True)
+    report = conv_report(compiled)
+    assert "epilogue left to LLVM's vectorizer: math.exp" in report
+    assert "math.exp %" in compiled.ir("schedule")
+    assert not [
+        line
+        for line in compiled.ir("schedule").splitlines()
+        if "math.exp" in line and "vector<" in line
+    ]
 
 
 def test_parallel_channel_blocks() -> None:

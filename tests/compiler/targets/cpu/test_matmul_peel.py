@@ -68,7 +68,7 @@ def test_matmul_default_with_peeled_tail_matches_numpy(
     assert f'"i", {rows})' in trace
     if tail:
         assert f"the last {tail} rows in a peeled {tail}x32 tile (i_o_t)" in report
-        assert f's.peel("{kernel}", "i_o")' in trace
+        assert f's.peel("{kernel}", "i_o", "_t")' in trace
         assert f's.cache_write("{kernel}", "i_o_t")' in trace
         for loop in ("j_i_t", "i_i_t"):
             assert f's.unroll("{kernel}", "{loop}", 0)' in trace

@@ -128,6 +128,20 @@ def test_layernorm_bench_kernel_is_vectorized_at_one_thread() -> None:
     assert "vector<64xf32>" in scheduled and "vector<16xf32>" in scheduled
 
 
+def test_vectorized_reductions_stay_rolled_down_to_llvm() -> None:
+    """Each vectorized reduction is ``unroll``ed by 1, and its back edge reaches
+    LLVM with ``llvm.loop.unroll.disable``: after -O3 both reduction loops of the
+    layer norm are still loops (LLVM would unroll them fully, and spill)."""
+    compiled = qidao.compile(get_example("layernorm").build(), threads=1)
+    (kernel,) = compiled.stats["default_schedule"]
+    for loop in ("r_mean", "r_mean2"):
+        assert f's.unroll("{kernel}", "{loop}", 1)' in compiled.stats["schedule"]
+    assert compiled.ir("llvm").count(", !llvm.loop !") == 2
+    optimized = compiled.ir("llvm-opt")
+    assert '!"llvm.loop.unroll.disable"' in optimized
+    assert optimized.count(", !llvm.loop !") >= 2
+
+
 def test_softmax_leaves_the_exp_pass_to_llvm_and_says_why() -> None:
     compiled, x, want = _compile("softmax", (80, 1000), threads=1)
     (report,) = compiled.stats["default_schedule"].values()

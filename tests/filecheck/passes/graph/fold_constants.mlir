@@ -290,3 +290,48 @@ func.func @conv_nhwc_batch_norm_nchw(%x: tensor<1x2x2x2xf32>) -> tensor<1x2x2x2x
   %y = tg.batch_norm %c, %scale, %bias, %mean, %var epsilon = 0.0 : tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x2x2xf32>
   func.return %y : tensor<1x2x2x2xf32>
 }
+
+// A matmul's constant right operand read through a transpose (ONNX Gemm with
+// transB = 1) becomes a row-major constant W^T; the view and W are gone.
+// CHECK-LABEL: func.func @matmul_weight_packed
+// CHECK-NEXT:    %t = tg.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// CHECK-NEXT:    %y = tg.matmul %x, %t : (tensor<1x3xf32>, tensor<3x2xf32>) -> tensor<1x2xf32>
+// CHECK-NEXT:    func.return %y
+func.func @matmul_weight_packed(%x: tensor<1x3xf32>) -> tensor<1x2xf32> {
+  %w = tg.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = tg.transpose %w perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32, strided<[1, 3]>>
+  %y = tg.matmul %x, %t : (tensor<1x3xf32>, tensor<3x2xf32, strided<[1, 3]>>) -> tensor<1x2xf32>
+  func.return %y : tensor<1x2xf32>
+}
+
+// W read by another op too (a tied embedding): the matmul gets its own packed copy,
+// W and its other reader stay.
+// CHECK-LABEL: func.func @matmul_weight_shared
+// CHECK-NEXT:    %w = tg.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>
+// CHECK-NEXT:    %t = tg.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// CHECK-NEXT:    %y = tg.matmul %x, %t : (tensor<1x3xf32>, tensor<3x2xf32>) -> tensor<1x2xf32>
+// CHECK-NEXT:    %z = tg.add %e, %w
+// CHECK-NEXT:    func.return %y, %z
+func.func @matmul_weight_shared(%x: tensor<1x3xf32>, %e: tensor<2x3xf32>) -> (tensor<1x2xf32>, tensor<2x3xf32>) {
+  %w = tg.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = tg.transpose %w perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32, strided<[1, 3]>>
+  %y = tg.matmul %x, %t : (tensor<1x3xf32>, tensor<3x2xf32, strided<[1, 3]>>) -> tensor<1x2xf32>
+  %z = tg.add %e, %w : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %y, %z : tensor<1x2xf32>, tensor<2x3xf32>
+}
+
+// Must not fire: a transposed right operand that is not constant (q @ k^T), and a
+// row-major constant one.
+// CHECK-LABEL: func.func @matmul_weight_not_packed
+// CHECK-NEXT:    %t = tg.transpose %k perm = [1, 0]
+// CHECK-NEXT:    %y = tg.matmul %x, %t : (tensor<1x3xf32>, tensor<3x2xf32, strided<[1, 3]>>)
+// CHECK-NEXT:    %w = tg.constant
+// CHECK-NEXT:    %z = tg.matmul %x, %w : (tensor<1x3xf32>, tensor<3x2xf32>)
+// CHECK-NEXT:    func.return %y, %z
+func.func @matmul_weight_not_packed(%x: tensor<1x3xf32>, %k: tensor<2x3xf32>) -> (tensor<1x2xf32>, tensor<1x2xf32>) {
+  %t = tg.transpose %k perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32, strided<[1, 3]>>
+  %y = tg.matmul %x, %t : (tensor<1x3xf32>, tensor<3x2xf32, strided<[1, 3]>>) -> tensor<1x2xf32>
+  %w = tg.constant dense<1.0> : tensor<3x2xf32>
+  %z = tg.matmul %x, %w : (tensor<1x3xf32>, tensor<3x2xf32>) -> tensor<1x2xf32>
+  func.return %y, %z : tensor<1x2xf32>, tensor<1x2xf32>
+}

@@ -53,13 +53,44 @@ func.func @narrow(%x: tensor<1x6x6x3xf32>, %w: tensor<3x3x3x5xf32>) -> tensor<1x
   func.return %y : tensor<1x6x6x5xf32>
 }
 
-// Must not fire: grouped.
+// Grouped (RegNet's: two groups of 16 output channels, stride 2): the padding
+// moves out as for a dense convolution, and the groups stay.
 // CHECK-LABEL: func.func @grouped
+// CHECK-NEXT:    %x_padded = tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 1, 0] value = 0.000000e+00 : tensor<1x8x8x32xf32> -> tensor<1x10x10x32xf32>
+// CHECK-NEXT:    %y = tg.conv2d %x_padded, %w strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x10x10x32xf32>, tensor<3x3x16x32xf32>) -> tensor<1x4x4x32xf32>
+func.func @grouped(%x: tensor<1x8x8x32xf32>, %w: tensor<3x3x16x32xf32>) -> tensor<1x4x4x32xf32> {
+  %y = tg.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x8x8x32xf32>, tensor<3x3x16x32xf32>) -> tensor<1x4x4x32xf32>
+  func.return %y : tensor<1x4x4x32xf32>
+}
+
+// Must not fire: grouped with 8 output channels per group (not whole vectors),
+// though 16 in all.
+// CHECK-LABEL: func.func @grouped_narrow
 // CHECK-NOT:     tg.pad
 // CHECK:         groups = 2
-func.func @grouped(%x: tensor<1x6x6x8xf32>, %w: tensor<3x3x4x32xf32>) -> tensor<1x6x6x32xf32> {
-  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x4x32xf32>) -> tensor<1x6x6x32xf32>
-  func.return %y : tensor<1x6x6x32xf32>
+func.func @grouped_narrow(%x: tensor<1x6x6x8xf32>, %w: tensor<3x3x4x16xf32>) -> tensor<1x6x6x16xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x6x6x8xf32>, tensor<3x3x4x16xf32>) -> tensor<1x6x6x16xf32>
+  func.return %y : tensor<1x6x6x16xf32>
+}
+
+// Must not fire: grouped with 3 output pixels per row, which no tile width
+// (4 to 8) divides: the kernel would stay untiled and the copy be lost.
+// CHECK-LABEL: func.func @grouped_short_rows
+// CHECK-NOT:     tg.pad
+// CHECK:         groups = 2
+func.func @grouped_short_rows(%x: tensor<1x5x5x32xf32>, %w: tensor<3x3x16x32xf32>) -> tensor<1x3x3x32xf32> {
+  %y = tg.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x5x5x32xf32>, tensor<3x3x16x32xf32>) -> tensor<1x3x3x32xf32>
+  func.return %y : tensor<1x3x3x32xf32>
+}
+
+// Must not fire: grouped and memory-bound, a padded 1x1 convolution at stride 2
+// does 16 * 4 * 4 / (8 * 8) = 4 multiply-adds per copied element (< 16).
+// CHECK-LABEL: func.func @grouped_pointwise
+// CHECK-NOT:     tg.pad
+// CHECK:         groups = 2
+func.func @grouped_pointwise(%x: tensor<1x6x6x32xf32>, %w: tensor<1x1x16x32xf32>) -> tensor<1x4x4x32xf32> {
+  %y = tg.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 layout = "NHWC" : (tensor<1x6x6x32xf32>, tensor<1x1x16x32xf32>) -> tensor<1x4x4x32xf32>
+  func.return %y : tensor<1x4x4x32xf32>
 }
 
 // Must not fire: memory-bound, a padded 1x1 convolution to 16 channels does 16

@@ -9,6 +9,8 @@
 // RUN: not qidao-opt %s -p 'peel{kernel="k_refuse" loop="one"}' 2>&1 | filecheck %s --check-prefix=ERR-ONE
 // RUN: not qidao-opt %s -p 'peel{kernel="k_refuse" loop="i_o"}' 2>&1 | filecheck %s --check-prefix=ERR-NOTHING
 // RUN: not qidao-opt %s -p 'peel{kernel="k_refuse" loop="t"}' 2>&1 | filecheck %s --check-prefix=ERR-NAME
+// RUN: qidao-opt %s -p 'peel{kernel="k" loop="i_o" suffix="_last"}' | filecheck %s --check-prefix=SUFFIX
+// RUN: not qidao-opt %s -p 'peel{kernel="k" loop="i_o" suffix="t"}' 2>&1 | filecheck %s --check-prefix=ERR-SUFFIX
 
 // The docstring's example: after `split` of 10 by 4, tiles of 4, 4 and 2. The main
 // part runs exactly 4 iterations in its inner loop, the copy of the last tile 2.
@@ -158,3 +160,13 @@ func.func private @k_refuse(%y: memref<8xf32>) attributes {qd.kernel = "t"} {
 // ERR-ONE: IllegalScheduleError: peel: loop 'one' in kernel 'k_refuse': it runs 1 iteration(s): there is no last one to peel
 // ERR-NOTHING: IllegalScheduleError: peel: loop 'i_o' in kernel 'k_refuse': no loop bound in its body depends on it in a way peeling makes constant: there is nothing to peel
 // ERR-NAME: DuplicateLoopNameError: peel: loop 't' in kernel 'k_refuse': the new loop name 'u_t' is already used in the kernel
+
+// Another suffix names the copy's loops: the docstring's example with "_last".
+// SUFFIX-LABEL: func.func private @k(
+// SUFFIX:         } {qd.loop = "i_o"}
+// SUFFIX-NEXT:    affine.for %i_o_last = 2 to 3 {
+// SUFFIX-NEXT:      affine.for %i_i_last = 0 to 2 {
+// SUFFIX:           } {qd.loop = "i_i_last"}
+// SUFFIX-NEXT:    } {qd.loop = "i_o_last"}
+
+// ERR-SUFFIX: InvalidArgumentError: peel: loop 'i_o' in kernel 'k': the suffix must be '_' and letters, digits or '_', got 't'

@@ -3,6 +3,7 @@
 // RUN: qidao-opt %s -p 'unroll{kernel="k_acc" loop="r" factor=2}' | filecheck %s --check-prefix=ACC
 // RUN: qidao-opt %s -p 'unroll{kernel="k_nest" loop="i" factor=2}' | filecheck %s --check-prefix=NEST
 // RUN: qidao-opt %s -p 'unroll{kernel="k" loop="i" factor=1}' | filecheck %s --check-prefix=ONE
+// RUN: qidao-opt %s -p 'unroll{kernel="k_tri" loop="j" factor=1}' | filecheck %s --check-prefix=ONE-TRI
 // RUN: not qidao-opt %s -p 'unroll{kernel="k" loop="i" factor=-1}' 2>&1 | filecheck %s --check-prefix=ERR-FACTOR
 // RUN: not qidao-opt %s -p 'unroll{kernel="k_tri" loop="j" factor=2}' 2>&1 | filecheck %s --check-prefix=ERR-BOUNDS
 
@@ -26,9 +27,13 @@
 // FULL-NEXT:    %v_4 = affine.load %x[4] : memref<5xf32>
 // FULL-NEXT:    affine.store %v_4, %y[4] : memref<5xf32>
 // FULL-NEXT:    func.return
-// Must not change anything: factor 1.
+// Factor 1 copies nothing: the loop stays as it was, marked to stay rolled.
 // ONE-LABEL: func.func private @k(
 // ONE-NEXT:    affine.for %i = 0 to 5 {
+// ONE-NEXT:      %v = affine.load %x[%i] : memref<5xf32>
+// ONE-NEXT:      affine.store %v, %y[%i] : memref<5xf32>
+// ONE-NEXT:    } {qd.loop = "i", qd.rolled}
+// ONE-NEXT:    func.return
 func.func private @k(%x: memref<5xf32>, %y: memref<5xf32>) attributes {qd.kernel = "t"} {
   affine.for %i = 0 to 5 {
     %v = affine.load %x[%i] : memref<5xf32>
@@ -99,3 +104,8 @@ func.func private @k_tri(%y: memref<8x8xf32>) attributes {qd.kernel = "t"} {
 
 // ERR-FACTOR: InvalidArgumentError: unroll: loop 'i' in kernel 'k': factor must be 0 (full unroll) or positive, got -1
 // ERR-BOUNDS: NonConstantBoundsError: unroll: loop 'j' in kernel 'k_tri': its bounds are not constants
+
+// Factor 1 needs no constant bounds: the triangular loop is marked.
+// ONE-TRI-LABEL: func.func private @k_tri(
+// ONE-TRI:         } {qd.loop = "j", qd.rolled}
+// ONE-TRI-NEXT:  } {qd.loop = "i"}

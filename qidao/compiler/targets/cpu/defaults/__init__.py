@@ -22,6 +22,9 @@ elementwise   the outermost loop parallel when ``threads > 1`` and the work pays
               for the threads; LLVM vectorizes the inner loop as it is
 pool          NHWC max/avg pools: the channel loops vectorized, the output rows
               parallel when the work pays (``pool.py``)
+reduce        reductions that keep the last axis innermost (NHWC global and SE
+              pools): channel blocks of up to 64 accumulated in vector
+              registers across the reduction (``reduce.py``)
 ============  =====================================================================
 
 What a scheduler may answer, and how a failed one is undone, is shared with the
@@ -48,6 +51,7 @@ def _schedulers() -> dict[str, Scheduler]:
     )
     from qidao.compiler.targets.cpu.defaults.matmul import schedule_matmul
     from qidao.compiler.targets.cpu.defaults.pool import schedule_pool
+    from qidao.compiler.targets.cpu.defaults.reduce import schedule_reduce
 
     def conv(s: Schedule, kernel: str, threads: int) -> str:
         from qidao.compiler.targets.cpu.defaults.conv import schedule_conv
@@ -68,7 +72,20 @@ def _schedulers() -> dict[str, Scheduler]:
         "rows": schedule_rows,
         "elementwise": schedule_elementwise,
         "pool": schedule_pool,
+        "reduce": schedule_reduce,
     }
+
+
+def _kind(s: Schedule, kernel: str, ops: str) -> str:
+    """``kind_of(ops)``, except that a reduction lowered with its last axis
+    innermost (its accumulator in the output, not a row's ``iter_args``) is a
+    ``reduce`` kernel, not ``rows``."""
+    from qidao.compiler.targets.cpu.defaults.reduce import is_reduce_kernel
+
+    kind = kind_of(ops)
+    if kind == "rows" and is_reduce_kernel(s, kernel):
+        return "reduce"
+    return kind
 
 
 def default_schedule(s: Schedule, threads: int) -> dict[str, str]:
@@ -77,7 +94,7 @@ def default_schedule(s: Schedule, threads: int) -> dict[str, str]:
     schedulers = _schedulers()
     report: dict[str, str] = {}
     for kernel, ops in s.kernels().items():
-        kind = kind_of(ops)
+        kind = _kind(s, kernel, ops)
         scheduler = schedulers.get(kind)
         if scheduler is None:
             report[kernel] = f"none: no default schedule for {kind} kernels"

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import math
 
+from xdsl.dialects import affine
+from xdsl.ir import Operation
+
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cpu.defaults.rows import vectorize_row_passes
+from qidao.passes.schedule.loops.nest import kernel_functions, kernel_loops, loop_name
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
@@ -51,7 +55,30 @@ def parallel_outer(
 
 def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
     """The outermost loop with enough iterations parallel, when the work pays."""
-    return parallel_outer(s, kernel, threads, s.loops(kernel), 1)
+    return parallel_outer(s, kernel, threads, _busiest_path(s, kernel), 1)
+
+
+def _busiest_path(s: Schedule, kernel: str) -> list[str]:
+    """The loops (outer first) around the innermost loop that runs the most
+    iterations: the work of the kernel is counted along one path, not over every
+    loop, since sibling loops (a pad's copy ``i3`` and fill ``i3_fill``, in the
+    two branches of its bounds test) are not nested in each other."""
+    fn = kernel_functions(s.module)[kernel]
+    extents = s.extents(kernel)
+    best: tuple[int, list[str]] = (-1, [])
+    for loop in kernel_loops(fn):
+        if any(isinstance(op, affine.ForOp) for op in loop.body.walk()):
+            continue
+        path: list[str] = []
+        op: Operation | None = loop
+        while op is not None and op is not fn:
+            if isinstance(op, affine.ForOp):
+                path.insert(0, str(loop_name(op)))
+            op = op.parent_op()
+        work = math.prod(extents[name] or 1 for name in path)
+        if work > best[0]:
+            best = (work, path)
+    return best[1]
 
 
 def schedule_rows(s: Schedule, kernel: str, threads: int) -> str:

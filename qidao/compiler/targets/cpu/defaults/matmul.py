@@ -1,5 +1,5 @@
 """The default schedule of a matmul kernel: B packed per column panel, C in a
-register tile.
+register tile, the ragged last panel and last tile peeled; one row as a GEMV.
 
 The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0), ``[b..], i, k, j``
 (``C[i, j] += A[i, k] * B[k, j]``) and, when an epilogue was fused,
@@ -8,9 +8,14 @@ The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0), ``[b..], i, k, j`
     split i by TILE_I, j by TILE_J         i_o, i_i, j_o, j_i
     reorder j_o, i_o, k, i_i, j_i          a column panel of B outermost
     compute_at init and epilogue, i_o      C's tile zeroed and finished in the tile
-    parallel j_o                           when threads > 1 and the work pays
     cache_read B at j_o                    the K x TILE_J panel of B packed once
                                            per j_o: 128-byte rows instead of N*4
+                                           (when more than one row tile reads it)
+    peel j_o                               when TILE_J does not divide N: the last
+                                           panel, N mod TILE_J columns, in j_o_p,
+                                           whose tiles get the steps below first
+    parallel j_o                           when threads > 1, the work pays and
+                                           there are two full panels or more
     peel i_o                               when TILE_I does not divide M: the last
                                            tile, M mod TILE_I rows, in i_o_t
     cache_write at i_o (and i_o_t)         the TILE_I x TILE_J tile of C in a local
@@ -20,29 +25,78 @@ The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0), ``[b..], i, k, j`
                                            (and their _t copies in i_o_t)
 
 (a transposed B, as in attention's ``q @ k^T``, is packed by a scalar copy that
-turns its columns into rows), so every k step loads one packed row of B (two vectors, contiguous), broadcasts
-TILE_I elements of A and issues sixteen fmas. Measured on this machine (AMD EPYC,
-AVX-512, one thread): matmul 1024 at ~240 GFLOP/s against PyTorch's ~100.
+turns its columns into rows), so every k step loads one packed row of B (two
+vectors, contiguous), broadcasts TILE_I elements of A and issues sixteen fmas.
+Measured on this machine (AMD EPYC, AVX-512, one thread): matmul 1024 at ~240
+GFLOP/s against PyTorch's ~100.
 
-The tile is unrolled, so its loops need constant bounds: TILE_J (or one vector)
-divides N, and the tile has 8 rows (M when M < 8). When 8 does not divide M,
-``split`` bounds the tile's row loops by ``min(8, M - 8 * i_o)``; ``peel`` moves the
-last tile into a copy ``i_o_t`` (its loops named ``<loop>_t``), so the main tiles
-have exactly 8 rows and the tail tile M mod 8, both unrolled. Peeled before
-``cache_write``: the tail's accumulator is then (M mod 8) x TILE_J and its copy
-loops have constant bounds too (after it, they would be clipped by ``min``s,
-which ``unroll`` refuses). ViT's M = 197 is 24 tiles of 8 rows and one of 5.
-Before peel the tile had the largest of 8, 7, ..., 1 rows that divides M: 197 is
-prime, its 1-row tile was refused and the kernel kept its loops. Measured (one
-thread, medians): 197x192 @ 192x768 and 197x768 @ 768x192 at ~107 GFLOP/s
-against ~50 before and PyTorch's ~97; the zoo's vit (4 layers of width 192,
-``qidao profile --threads 1``) 21.9 -> 10.9 ms. Against the largest divisor (6
+The tile is unrolled, so its loops need constant bounds, and the tile has 8 rows
+(M when M < 8). When 8 does not divide M, ``split`` bounds the tile's row loops by
+``min(8, M - 8 * i_o)``; ``peel`` moves the last tile into a copy ``i_o_t`` (its
+loops named ``<loop>_t``), so the main tiles have exactly 8 rows and the tail tile
+M mod 8, both unrolled. Peeled before ``cache_write``: the tail's accumulator is
+then (M mod 8) x TILE_J and its copy loops have constant bounds too (after it, they
+would be clipped by ``min``s, which ``unroll`` refuses). ViT's M = 197 is 24 tiles
+of 8 rows and one of 5. Before peel the tile had the largest of 8, 7, ..., 1 rows
+that divides M: 197 is prime, its 1-row tile was refused and the kernel kept its
+loops. Measured (one thread, medians): 197x192 @ 192x768 and 197x768 @ 768x192 at
+~107 GFLOP/s against ~50 before and PyTorch's ~97; the zoo's vit (4 layers of width
+192, ``qidao profile --threads 1``) 21.9 -> 10.9 ms. Against the largest divisor (6
 or 7 rows, no tail) at M = 12 ... 196, 8 rows and a peeled tail measured the
 same within this machine's noise, so it is the one rule.
 
-The panel is packed only when it fits ``cache-read``'s limit. A kernel too small to be
-worth it, or whose j extent is not a multiple of the vector width, keeps its loops
-(LLVM vectorizes them as they are); the reason goes to ``stats``.
+The columns likewise. Panels are 32 columns (16 when N is an odd multiple of 16, or
+ragged and under 32, so that one full panel remains). When 16 does not divide N
+(attention's ``q @ k^T`` over ViT's 197 tokens or Swin's 49, a 1000-class head),
+``split`` bounds the last panel's column loops by ``min(32, N - 32 * j_o)`` and
+``peel`` moves that panel into ``j_o_p`` (suffix ``_p``): its tiles are 8 x (N mod 32), their
+columns on ``<16 x float>``, ``<8 x float>`` and ``<4 x float>`` vectors, each on
+the tail of the one before, and the last N mod 4 scalars (29 = 16 + 8 + 4 + 1), all
+unrolled. It runs on one thread after the parallel panels. (Vectors of 16 only, the
+rest scalars, measured the same but for 12 columns: 64x256 @ (44x256)^T 28.1 against
+26.0 µs.) When M is ragged too, both parts peel their last row tile, ``j_o_p``'s
+first (``i_o_p_t``): four tiles, 8 x 32, (M mod 8) x 32, 8 x (N mod 32) and
+(M mod 8) x (N mod 32). The panel's copy has its own suffix so that the main
+panels' ``peel i_o`` (``_t``) makes no name the first peel made.
+Before this, such a kernel kept its loops.
+
+A panel is packed only when more than one row tile reads it (M > 8) or B is a
+transposed view (the pack is what makes its rows contiguous): for one row tile the
+copy only doubles the traffic (8x768 @ 768x1000: 196 -> 122 µs, x 1024 columns:
+281 -> 156). (M = 16 and 24 measured faster unpacked too, M = 48 the same; they stay
+packed until measured on a quiet machine.) And it must fit ``cache-read``'s limit.
+
+One row (M = 1, a classifier head at batch 1, N ragged) is a GEMV: B is read once
+whatever the schedule, and a 1 x 32 tile has two accumulators, each fma waiting
+on the one before. ``k`` is split by 4 (2 when 4 does not divide K, not at all when
+2 does not) and its iterations unrolled inside ``j`` on vectors
+(``C[j] += A[k] * B[k, j] + ... + A[k+3] * B[k+3, j]``): four rows of B stream at
+once and C is loaded and stored a quarter as often. No parallel loop: 1x1280 @
+1280x1000 measured 68 µs, against 77 for the naive loops and 89 for a 1 x 32 tile.
+M = 1 with N a multiple of 16 still gets the 1 x 32 tile
+(``tests/compiler/targets/cpu/test_matmul_peel.py`` checks it), although the GEMV
+measured 1.2 to 3x faster there too (1x1280 @ 1280x1024: 91 against 252 µs).
+
+Measured, one thread, whole calls (the call itself is ~2.5 µs; more for 49x49, see
+below), medians of interleaved runs in one process on a busy machine (two cores,
+load ~3); before: the default before this rule, which declined every ragged N::
+
+    A @ B                        before     after    (GFLOP/s)   PyTorch   after/PyTorch
+    197x64 @ (197x64)^T          1440 µs     67 µs   (75)         69 µs    0.97
+    49x32 @ (49x32)^T              30.5       9.6    (16)          4.0     2.4
+    1x1280 @ 1280x1000, const      77        68      (38)        121       0.57
+    8x768 @ 768x1000, const       370       145      (85)        247       0.59
+    128x256 @ 256x200             256       134      (98)        145       0.92
+    197x197 @ 197x64 (N = 64)      77        77      (64)         71       1.09
+
+A second run gave the same ratios within 0.15 (197x197 @ 197x64: 0.95). On two
+threads (``parallel j_o``), over two runs: after/PyTorch 1.0 (197x64 @ (197x64)^T,
+53-59 µs), 0.6-0.7 (8x768 @ 768x1000, 114-145 µs) and 0.9 (128x256 @ 256x200, 86-111
+µs). 49x32 @ (49x32)^T is 2.5 µs in its kernel (22.9 naive): the rest of its 9.6 µs
+is the call (PyTorch's whole call is 4).
+
+A kernel too small to be worth tiling keeps its loops (LLVM vectorizes them as they
+are); the reason goes to ``stats``.
 """
 
 from __future__ import annotations
@@ -57,6 +111,13 @@ from qidao.passes.schedule.loops.nest import find_loop, iv
 TILE_I = 8
 TILE_J = 32
 WIDTH = 16
+PANEL = "_p"
+"""The suffix of the loops of the peeled last column panel (``peel``'s default,
+``_t``, names the last row tile's)."""
+TAIL_WIDTHS = (16, 8, 4)
+"""The vectors a ragged panel's columns go on, widest first; the rest are scalars."""
+GEMV_UNROLL = (4, 2)
+"""The k unroll of a GEMV: the first of these that divides K (none: not unrolled)."""
 PACK_MAX_ELEMENTS = 1 << 18
 """``cache-read``'s limit on a packed box (1 MiB of f32, on the stack)."""
 MIN_FLOPS = 2 * 32**3
@@ -81,14 +142,14 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     flops = 2 * m * n * k
     if flops < MIN_FLOPS or n < WIDTH:
         raise NotApplicable(f"{m}x{k}x{n} is too small to tile")
-    tile_j = TILE_J if n % TILE_J == 0 else WIDTH
-    if n % tile_j:
-        raise NotApplicable(
-            f"the j extent {n} is not a multiple of the vector width {WIDTH}"
-        )
-    tile_i = min(m, TILE_I)
-    tail = m % tile_i
     rhs, rows_contiguous = _rhs(s, kernel)
+    if m == 1 and n % WIDTH and rows_contiguous:
+        return _schedule_gemv(s, kernel, k)
+    # 32-column panels; 16 when N is an odd multiple of 16, or ragged and under 32
+    # (one full panel and a peeled last one)
+    tile_j = WIDTH if n % TILE_J and (n % WIDTH == 0 or n < TILE_J) else TILE_J
+    tile_i = min(m, TILE_I)
+    rows, cols = m % tile_i, n % tile_j  # in the last tile, in the last panel
 
     s.split(kernel, "i", tile_i)
     s.split(kernel, "j", tile_j)
@@ -98,38 +159,88 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         if nest is not None:
             s.compute_at(kernel, nest, "i_o")
     done = [f"{tile_i}x{tile_j} register tile of C"]
-    if tail:
-        done.append(f"the last {tail} rows in a peeled {tail}x{tile_j} tile (i_o_t)")
-    if threads > 1 and flops >= PARALLEL_MIN_FLOPS:
-        s.parallel(kernel, "j_o")
-        done.append(f"j_o on {threads} threads")
-    if rhs is not None and k * tile_j <= PACK_MAX_ELEMENTS:
+    # a panel read by one row tile is not worth copying, unless the copy is what
+    # makes a transposed B contiguous
+    reused = m > tile_i or not rows_contiguous
+    if rhs is not None and reused and k * tile_j <= PACK_MAX_ELEMENTS:
         s.cache_read(kernel, "j_o", rhs)
         done.insert(0, f"{rhs} packed in {k}x{tile_j} panels")
-    tiles = ["i_o"]
-    if tail:
-        # the tile's loops run to min(8, M - 8 * i_o): the last tile in a copy
-        # of its own (i_o_t) makes them constants, 8 in i_o and M mod 8 in i_o_t
-        tiles.append(s.peel(kernel, "i_o"))
-    for tile in tiles:
-        s.cache_write(kernel, tile)
-    names = s.loops(kernel)
-    prefixes = [f"{t}_{copy}_i" for t in tiles for copy in ("cw", "wb")]
-    copies = {
-        prefix: sorted(n for n in names if n.startswith(prefix))
-        for prefix in [*prefixes, "j_o_cr_i"]
-    }
-    # the innermost copy loop (the last index) on vectors, the tile's others
-    # unrolled; a pack of a transposed B (q @ k^T) reads columns: it stays scalar
-    if not rows_contiguous:
-        copies["j_o_cr_i"] = []
-    inner = ["j_i", "j_i_t"] if tail else ["j_i"]
-    for loop in [*inner, *(c[-1] for c in copies.values() if c)]:
-        s.vectorize(kernel, loop, WIDTH)
-    rows = ["i_i", "i_i_t"] if tail else ["i_i"]
-    for loop in [*inner, *rows, *(n for p in prefixes for n in copies[p][:-1])]:
-        s.unroll(kernel, loop, 0)
+    if rows:
+        done.append(f"the last {rows} rows in a peeled {rows}x{tile_j} tile (i_o_t)")
+    if cols:
+        # split's min(32, N - 32 * j_o): the last panel in a copy (j_o_p) whose
+        # tiles are N mod 32 columns wide, scheduled first
+        s.peel(kernel, "j_o", PANEL)
+        _register_tiles(s, kernel, PANEL, rows, cols)
+        done.append(f"the last {cols} columns in a peeled panel (j_o{PANEL})")
+    if threads > 1 and flops >= PARALLEL_MIN_FLOPS and n // tile_j > 1:
+        s.parallel(kernel, "j_o")
+        done.append(f"j_o on {threads} threads")
+    pack = _copy_loops(s, kernel, "j_o_cr_i")
+    if pack and rows_contiguous:
+        s.vectorize(kernel, pack[-1], WIDTH)
+    _register_tiles(s, kernel, "", rows, tile_j)
     return ", ".join(done)
+
+
+def _register_tiles(s: Schedule, kernel: str, panel: str, rows: int, cols: int) -> None:
+    """Keep the tiles of C of one column panel (``panel``, the suffix of its
+    loops: ``""``, or ``PANEL`` for the peeled last one) in registers: the last tile
+    peeled when ``rows``, then per tile ``cache_write``, its ``cols`` columns on
+    vectors, and the tile's loops unrolled. The main panels leave the vector loop
+    of a copy to LLVM, as the tuner's matmul space does; the peeled panel unrolls
+    it too, so that none of its loop names is left for the main panels' ``peel``
+    and ``cache_write`` to make again."""
+    tiles = [panel]
+    if rows:
+        # min(8, M - 8 * i_o) rows: the last tile in a copy of its own (i_o<panel>_t)
+        tiles.append(s.peel(kernel, f"i_o{panel}").removeprefix("i_o"))
+    for suffix in tiles:
+        tile = f"i_o{suffix}"
+        s.cache_write(kernel, tile)
+        loops: list[str] = []
+        for copy in ("cw", "wb"):  # copy in (none after an init), write back
+            nest = _copy_loops(s, kernel, f"{tile}_{copy}_i")
+            if nest:
+                vectors = _vectorize(s, kernel, nest[-1], cols)
+                loops += [*(vectors if panel else vectors[1:]), *nest[-2::-1]]
+        loops += [*_vectorize(s, kernel, f"j_i{suffix}", cols), f"i_i{suffix}"]
+        for loop in loops:
+            s.unroll(kernel, loop, 0)
+
+
+def _vectorize(s: Schedule, kernel: str, loop: str, extent: int) -> list[str]:
+    """Vectorize ``loop`` of ``extent`` iterations on the ``TAIL_WIDTHS`` vectors,
+    each on the tail of the one before; return the loops it made (to unroll)."""
+    made = [loop]
+    for width in TAIL_WIDTHS:
+        if extent < width:
+            continue
+        s.vectorize(kernel, made[-1], width)
+        extent %= width
+        if not extent:
+            break
+        made.append(f"{made[-1]}_tail")
+    return made
+
+
+def _copy_loops(s: Schedule, kernel: str, prefix: str) -> list[str]:
+    """The loops ``<prefix>0``, ``<prefix>1``, ... that ``cache_read`` or
+    ``cache_write`` made, outermost first."""
+    dims = [n[len(prefix) :] for n in s.loops(kernel) if n.startswith(prefix)]
+    return [f"{prefix}{d}" for d in sorted(int(d) for d in dims if d.isdigit())]
+
+
+def _schedule_gemv(s: Schedule, kernel: str, k: int) -> str:
+    """One row: ``C[j] += A[k] * B[k, j]`` with j on vectors and k unrolled by
+    the first of ``GEMV_UNROLL`` that divides K (module docstring)."""
+    unroll = next((u for u in GEMV_UNROLL if k % u == 0), 1)
+    if unroll > 1:
+        s.split(kernel, "k", unroll)
+        s.reorder(kernel, "k_o", "j", "k_i")
+        s.unroll(kernel, "k_i", 0)
+    s.vectorize(kernel, "j", WIDTH)
+    return f"one row (GEMV): j on vectors, k unrolled by {unroll}"
 
 
 def _rhs(s: Schedule, kernel: str) -> tuple[str | None, bool]:
