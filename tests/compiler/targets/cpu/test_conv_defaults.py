@@ -152,6 +152,31 @@ def test_swish_epilogue_after_the_write_back() -> None:
     np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("c", "f", "hw"), [(16, 24, (6, 10)), (8, 40, (6, 6))])
+def test_half_width_tile_for_f_a_multiple_of_8(
+    c: int, f: int, hw: tuple[int, int], threads: int
+) -> None:
+    """F = 24 or 40 (MobileNetV2's projections): the tile on <8 x float> vectors,
+    all F columns in it, against PyTorch (unpadded: ``materialize-padding`` takes
+    F a multiple of 16 only)."""
+    g, w, b = conv_graph(c, f, hw, padding=0)
+    compiled = qidao.compile(g, threads=threads, algo="direct")
+    kernel = conv_kernel_of(compiled)
+    report = compiled.stats["default_schedule"][kernel]
+    assert report.startswith("conv2d: register tile"), report
+    assert "vector<8xf32>" in compiled.ir("schedule")
+    x = np.random.default_rng(5).standard_normal((1, c, *hw)).astype(np.float32)
+    want = reference(x, w, b, 1, 0)
+    np.testing.assert_allclose(compiled(x)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def conv_kernel_of(compiled: qidao.Compiled) -> str:
+    """The convolution's kernel (the one the tile applies to, or would)."""
+    reports = compiled.stats["default_schedule"]
+    return next(k for k, done in reports.items() if done.startswith("conv2d"))
+
+
 GROUPED = [
     # (C, F, (H, W), stride, groups): Fg = F / groups output channels per group
     (32, 32, (8, 8), 2, 2),  # RegNet's first: Fg 16, stride 2, OW 4
