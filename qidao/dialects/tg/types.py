@@ -87,6 +87,13 @@ def shape_of(t: Attribute) -> Shape:
     return tuple(t.get_shape())
 
 
+def element_of(t: Attribute) -> Attribute:
+    """The element type of a tensor type."""
+    assert isinstance(t, TensorType)
+    element: Attribute = t.get_element_type()
+    return element
+
+
 def strides_of(t: Attribute) -> Shape:
     """The strides of a tensor type, in elements (row-major when none are spelled)."""
     assert isinstance(t, TensorType)

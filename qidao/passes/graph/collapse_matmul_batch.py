@@ -80,14 +80,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects import tg
 from qidao.dialects.tg.base import tensor
 from qidao.dialects.tg.layout import broadcast_shapes, num_elements, view_strides
-from qidao.dialects.tg.types import shape_of, strides_of, tensor_type
+from qidao.dialects.tg.types import element_of, shape_of, strides_of, tensor_type
 
 Shape = tuple[int, ...]
 
@@ -123,7 +122,7 @@ class _Rows:
     def of(matmul: tg.MatmulOp) -> _Rows | None:
         """The row space to collapse, if the matmul has a batched lhs (more than one
         batch) and a 2-D rhs."""
-        lhs, rhs = _shape(matmul.lhs), _shape(matmul.rhs)
+        lhs, rhs = shape_of(matmul.lhs.type), shape_of(matmul.rhs.type)
         if len(lhs) < 3 or len(rhs) != 2 or num_elements(lhs[:-2]) == 1:
             return None
         return _Rows(lhs[:-1])
@@ -156,7 +155,7 @@ def _collapse_matmul(matmul: tg.MatmulOp) -> None:
     rows = _Rows.of(matmul)
     if rows is None:
         return
-    flat_lhs = (rows.count, _shape(matmul.lhs)[-1])
+    flat_lhs = (rows.count, shape_of(matmul.lhs.type)[-1])
     if not _has_view(matmul.lhs, flat_lhs):
         return
     lhs = _view_before(matmul.lhs, flat_lhs, matmul)
@@ -213,11 +212,11 @@ def _plan(group: tg.FusedOp) -> dict[SSAValue, Shape] | None:
         or not rhs.has_one_use()
     ):
         return None
-    shapes: dict[SSAValue, Shape] = {rhs: _shape(rhs)}
+    shapes: dict[SSAValue, Shape] = {rhs: shape_of(rhs.type)}
     for arg, value in zip(block.args, group.inputs, strict=True):
         if arg is rhs:
             continue
-        flat = rows.collapsed(_shape(arg))
+        flat = rows.collapsed(shape_of(arg.type))
         if flat is None or not _has_view(value, flat):
             return None
         shapes[arg] = flat
@@ -226,7 +225,7 @@ def _plan(group: tg.FusedOp) -> dict[SSAValue, Shape] | None:
             continue
         if op is not matmul and not isinstance(op, tg.ElementwiseOp):
             return None
-        flat = rows.collapsed(_shape(op.results[0]))
+        flat = rows.collapsed(shape_of(op.results[0].type))
         if flat is None:
             return None
         # the matmul's [P, K] x [K, N] -> [P, N] holds by construction; an
@@ -238,7 +237,7 @@ def _plan(group: tg.FusedOp) -> dict[SSAValue, Shape] | None:
     terminator = block.last_op
     assert isinstance(terminator, tg.YieldOp)
     for value in terminator.values:
-        if num_elements(shapes[value]) != num_elements(_shape(value)):
+        if num_elements(shapes[value]) != num_elements(shape_of(value.type)):
             return None  # a broadcast yielded: no view back to its old shape
     return shapes
 
@@ -256,7 +255,7 @@ def _rebuild(
     new = type(op).create(
         operands=operands,
         result_types=[
-            tensor_type(shape, _element(r))
+            tensor_type(shape, element_of(r.type))
             for r, shape in zip(op.results, shapes, strict=True)
         ],
         properties=dict(op.properties),
@@ -271,14 +270,14 @@ def _rebuild(
 
 
 def _has_view(value: SSAValue, shape: Shape) -> bool:
-    return view_strides(_shape(value), strides_of(value.type), shape) is not None
+    return view_strides(shape_of(value.type), strides_of(value.type), shape) is not None
 
 
 def _view_before(value: SSAValue, shape: Shape, user: Operation) -> SSAValue:
     """``value`` as ``shape`` for ``user``: itself, the source of the view it came
     from when that has ``shape`` already, a view of it to ``shape`` that comes
     before ``user``, or a new ``tg.view`` right before ``user``."""
-    if _shape(value) == shape:
+    if shape_of(value.type) == shape:
         return value
     target = tg.ViewOp.infer(tensor(value), shape)
     producer = value.owner
@@ -306,7 +305,7 @@ def _replace(old: Operation, new: Operation) -> None:
     block = _block(old)
     block.insert_op_before(new, old)
     for old_result, new_result in zip(old.results, new.results, strict=True):
-        back = tg.ViewOp(new_result, _shape(old_result))
+        back = tg.ViewOp(new_result, shape_of(old_result.type))
         assert back.result.type == old_result.type, (back.result.type, old_result.type)
         block.insert_op_before(back, old)
         new_result.name_hint = _hint(old_result, "2d")
@@ -329,17 +328,6 @@ def _block(op: Operation) -> Block:
     block = op.parent_block()
     assert block is not None
     return block
-
-
-def _shape(value: SSAValue) -> Shape:
-    return tuple(shape_of(value.type))
-
-
-def _element(value: SSAValue) -> Attribute:
-    t = value.type
-    assert isinstance(t, TensorType)
-    element: Attribute = t.get_element_type()
-    return element
 
 
 def _hint(value: SSAValue, tag: str) -> str | None:

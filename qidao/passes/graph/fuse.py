@@ -120,30 +120,18 @@ from dataclasses import dataclass
 import networkx as nx
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects import tg
 from qidao.dialects.tg import ElementwiseOp, FusedOp, YieldOp
-from qidao.dialects.tg.types import shape_of
+from qidao.dialects.tg.types import element_of, shape_of
 
 Reduction = (tg.ReduceSumOp, tg.ReduceMeanOp, tg.ReduceMaxOp)
 
 
 def _is_elementwise(op: Operation | None) -> bool:
     return isinstance(op, ElementwiseOp) and not isinstance(op.parent_op(), FusedOp)
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return tuple(shape_of(value.type))
-
-
-def _element(value: SSAValue) -> Attribute:
-    t = value.type
-    assert isinstance(t, TensorType)
-    element: Attribute = t.get_element_type()
-    return element
 
 
 def _fuses_into(operand: SSAValue, consumer: Operation) -> bool:
@@ -155,7 +143,7 @@ def _fuses_into(operand: SSAValue, consumer: Operation) -> bool:
         and producer.parent is consumer.parent
         and _is_elementwise(producer)
         and operand.has_one_use()
-        and _shape(operand) == _shape(consumer.results[0])
+        and shape_of(operand.type) == shape_of(consumer.results[0].type)
     )
 
 
@@ -197,19 +185,19 @@ class _RowSpace:
         """The row space a reduction seeds, if it reduces trailing axes."""
         if not isinstance(op, Reduction):
             return None
-        full = _shape(op.input)
+        full = shape_of(op.input.type)
         k = len(op.reduced_axes())
         if op.reduced_axes() != tuple(range(len(full) - k, len(full))):
             return None
-        return _RowSpace(full, k, _element(op.input))
+        return _RowSpace(full, k, element_of(op.input.type))
 
     def admits(self, op: Operation) -> bool:
         if isinstance(op, Reduction):
             return _RowSpace.of(op) == self
-        if not _is_elementwise(op) or _element(op.results[0]) != self.element:
+        if not _is_elementwise(op) or element_of(op.results[0].type) != self.element:
             return False
         outer = self.full[: len(self.full) - self.k]
-        return _shape(op.results[0]) in (self.full, outer + (1,) * self.k, outer)
+        return shape_of(op.results[0].type) in (self.full, outer + (1,) * self.k, outer)
 
 
 def _fuse_rows(block: Block) -> None:
@@ -264,9 +252,9 @@ def _ranks_match(members: set[Operation]) -> bool:
     for op in members:
         if isinstance(op, Reduction):
             continue
-        rank = len(_shape(op.results[0]))
+        rank = len(shape_of(op.results[0].type))
         for operand in op.operands:
-            if operand.owner in members and len(_shape(operand)) != rank:
+            if operand.owner in members and len(shape_of(operand.type)) != rank:
                 return False
     return True
 
@@ -310,8 +298,8 @@ def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
     return (
         _is_elementwise(op)
         and op.parent is anchor.parent
-        and _shape(op.results[0]) == _shape(anchor.results[0])
-        and _element(op.results[0]) == _element(anchor.results[0])
+        and shape_of(op.results[0].type) == shape_of(anchor.results[0].type)
+        and element_of(op.results[0].type) == element_of(anchor.results[0].type)
     )
 
 
