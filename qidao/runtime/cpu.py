@@ -13,6 +13,13 @@ attributes naming the host.
 A ``JitModule`` owns its execution engine: keep it referenced as long as any function
 address taken from it may be called (``NativeFunction`` does this).
 
+Several parts of one program (``qidao/compiler/targets/cpu/lower.py`` splits a big
+model over processes) can each be optimized and compiled to an object on their own
+(``compile_object``, in the worker that lowered the part) and loaded together
+(``JitModule.from_objects``): MCJIT links the objects' calls to each other when it
+finalizes. ``pack_objects`` keeps such a set as one blob (the compile cache's
+``code.o``); ``unpack_objects`` reads it back and refuses a damaged one.
+
 Parallel loops call libgomp (``GOMP_parallel``, ``omp_get_thread_num``, ...). When the
 IR names one of its entry points, ``load_openmp_runtime`` first loads ``libgomp.so.1``
 into the process (once): the system's, or else the copy bundled in PyTorch's ``lib``
@@ -186,15 +193,77 @@ def _with_host_attributes(ir_text: str, cpu: str, features: str) -> str:
     return f"{text}\n{group}\n"
 
 
-def _parse(text: str, cpu: str, features: str, layout: str) -> llvm.ModuleRef:
+def _parse(
+    text: str, cpu: str, features: str, layout: str, context: object = None
+) -> llvm.ModuleRef:
     try:
-        module = llvm.parse_assembly(_with_host_attributes(text, cpu, features))
+        module = llvm.parse_assembly(
+            _with_host_attributes(text, cpu, features), context=context
+        )
         module.verify()
     except RuntimeError as err:
         raise JitError(f"LLVM rejected the IR: {err}") from err
     module.triple = llvm.get_process_triple()
     module.data_layout = layout
     return module
+
+
+def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+    """LLVM's O``opt_level`` pipeline, vectorizers and unrolling on, for ``tm``."""
+    if opt_level > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pto.loop_interleaving = True
+        pass_builder = llvm.create_pass_builder(tm, pto)
+        pass_builder.getModulePassManager().run(module, pass_builder)
+
+
+def compile_object(text: str, opt_level: int = 3) -> bytes:
+    """One part of a program (LLVM IR text), optimized as :class:`JitModule`
+    optimizes a whole one and compiled to an ELF object for this CPU, in an LLVM
+    context of its own. Calls to functions other parts define stay external:
+    :meth:`JitModule.from_objects` links them."""
+    _initialize()
+    cpu, features = host_cpu()
+    tm = _target_machine(opt_level)
+    module = _parse(text, cpu, features, str(tm.target_data), llvm.create_context())
+    _optimize(module, tm, opt_level)
+    return bytes(tm.emit_object(module))
+
+
+_OBJECTS_MAGIC = b"QIDAO-OBJECTS-1\n"
+
+
+def pack_objects(codes: Sequence[bytes]) -> bytes:
+    """Several objects as one blob (one object: itself, unchanged)."""
+    if len(codes) == 1:
+        return codes[0]
+    sizes = b"".join(len(code).to_bytes(8, "little") for code in codes)
+    return _OBJECTS_MAGIC + len(codes).to_bytes(4, "little") + sizes + b"".join(codes)
+
+
+def unpack_objects(blob: bytes) -> list[bytes]:
+    """The objects :func:`pack_objects` packed; raises :class:`JitError` when the
+    blob is cut short or its sizes do not add up."""
+    if not blob.startswith(_OBJECTS_MAGIC):
+        return [blob]
+    start = len(_OBJECTS_MAGIC)
+    count = int.from_bytes(blob[start : start + 4], "little")
+    start += 4
+    sizes = [
+        int.from_bytes(blob[start + 8 * i : start + 8 * i + 8], "little")
+        for i in range(count)
+    ]
+    start += 8 * count
+    if count < 2 or start + sum(sizes) != len(blob):
+        raise JitError("the packed object code is damaged (its sizes do not add up)")
+    codes = []
+    for size in sizes:
+        codes.append(blob[start : start + size])
+        start += size
+    return codes
 
 
 class JitModule:
@@ -206,6 +275,10 @@ class JitModule:
     ``qidao.compiler.cache``)."""
 
     object_code: bytes | None = None
+    _texts: list[str] | None = None
+    """The parts' texts of a module loaded from their objects (``from_objects``)."""
+    _linked_ir: str | None = None
+    _opt_level: int = 3
 
     def __init__(
         self,
@@ -227,12 +300,13 @@ class JitModule:
             load_openmp_runtime()
         cpu, features = host_cpu()
         self.source_ir: str | None = "\n".join(texts)
-        self._tm = _target_machine(opt_level)
+        self._tm = self._ir_tm = _target_machine(opt_level)
         layout = str(self._tm.target_data)
         module = _parse(texts[0], cpu, features, layout)
         for text in texts[1:]:
             module.link_in(_parse(text, cpu, features, layout))
-        self.linked_ir: str | None = str(module) if len(texts) > 1 else None
+        self._opt_level = opt_level
+        self._linked_ir = str(module) if len(texts) > 1 else None
         if runtime_ir is not None:
             try:
                 runtime = llvm.parse_assembly(runtime_ir)
@@ -242,14 +316,7 @@ class JitModule:
             runtime.triple = module.triple
             runtime.data_layout = module.data_layout
             module.link_in(runtime)  # one module: one object
-        if opt_level > 0:
-            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pto.loop_unrolling = True
-            pto.loop_interleaving = True
-            pass_builder = llvm.create_pass_builder(self._tm, pto)
-            pass_builder.getModulePassManager().run(module, pass_builder)
+        _optimize(module, self._tm, opt_level)
         self._module: llvm.ModuleRef | None = module
         self._engine = llvm.create_mcjit_compiler(module, self._tm)
         if keep_object:
@@ -273,24 +340,43 @@ class JitModule:
         symbols: Mapping[str, int] | None = None,
         uses_openmp: bool = False,
     ) -> JitModule:
-        """Load machine code a :class:`JitModule` made with ``keep_object=True`` on
-        this CPU (the caller checks that), binding its ``external`` globals to
-        ``symbols``. It has no IR: ``optimized_ir`` and ``assembly`` raise."""
+        """Load machine code a :class:`JitModule` made with ``keep_object=True`` (or
+        :meth:`from_objects`) on this CPU (the caller checks that), binding its
+        ``external`` globals to ``symbols``. It has no IR: ``optimized_ir`` and
+        ``assembly`` raise."""
+        return cls.from_objects(unpack_objects(code), symbols, uses_openmp)
+
+    @classmethod
+    def from_objects(
+        cls,
+        codes: Sequence[bytes],
+        symbols: Mapping[str, int] | None = None,
+        uses_openmp: bool = False,
+        texts: Sequence[str] | None = None,
+        opt_level: int = 3,
+    ) -> JitModule:
+        """Load the objects of one program's parts (:func:`compile_object`) into
+        one engine, which links their calls to each other, binding the
+        ``external`` globals to ``symbols``. ``texts``, the parts' LLVM IR, make
+        ``linked_ir``, ``optimized_ir`` and ``assembly`` when asked for (none:
+        those raise)."""
         _initialize()
         if uses_openmp:
             load_openmp_runtime()
         self = cls.__new__(cls)
-        self.source_ir = None
-        self.linked_ir = None
-        self.object_code = code
-        self._tm = _target_machine(0)
+        self._texts = list(texts) if texts is not None else None
+        self._opt_level = opt_level
+        self.source_ir = "\n".join(self._texts) if self._texts is not None else None
+        self.object_code = pack_objects(list(codes))
+        self._tm = self._ir_tm = _target_machine(0)
         empty = llvm.parse_assembly("")
         empty.triple = llvm.get_process_triple()
         empty.data_layout = str(self._tm.target_data)
         self._module = None
         self._engine = llvm.create_mcjit_compiler(empty, self._tm)
         try:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+            for code in codes:
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         except RuntimeError as err:
             raise JitError(f"LLVM could not load the object code: {err}") from err
         self._finalize(symbols)
@@ -319,9 +405,32 @@ class JitModule:
 
     def assembly(self) -> str:
         """The host assembly of the optimized module."""
-        return str(self._tm.emit_assembly(self._ir_module()))
+        module = self._ir_module()
+        return str(self._ir_tm.emit_assembly(module))
+
+    @property
+    def linked_ir(self) -> str | None:
+        """The parts' LLVM IR linked into one module, before optimization (None
+        for a module of one text, or loaded as machine code alone)."""
+        if self._linked_ir is None and self._texts is not None and len(self._texts) > 1:
+            self._linked_ir = str(self._linked(self._texts))
+        return self._linked_ir
+
+    def _linked(self, texts: Sequence[str]) -> llvm.ModuleRef:
+        cpu, features = host_cpu()
+        layout = str(self._tm.target_data)
+        module = _parse(texts[0], cpu, features, layout)
+        for text in texts[1:]:
+            module.link_in(_parse(text, cpu, features, layout))
+        return module
 
     def _ir_module(self) -> llvm.ModuleRef:
+        if self._module is None and self._texts is not None:
+            # compiled part by part: the same pipeline once more, on the whole
+            module = self._linked(self._texts)
+            tm = _target_machine(self._opt_level)
+            _optimize(module, tm, self._opt_level)
+            self._module, self._ir_tm = module, tm
         if self._module is None:
             raise JitError("this module was loaded as machine code: it has no IR")
         return self._module

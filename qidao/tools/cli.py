@@ -173,6 +173,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         csv_path=Path(args.csv),
         plot_path=_plot_path(args, "bench-results/zoo.png"),
+        rounds=args.rounds,
     )
     print(zoo.format_table(rows))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
@@ -376,6 +377,13 @@ def _add_zoo(sub: Any) -> None:
     )
     p.add_argument(
         "--min-time", type=float, default=1.0, help="seconds of timing per job"
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="times each qidao and ONNX Runtime timing job runs, interleaved per "
+        "model; the table has the median of their medians (default 1)",
     )
     p.add_argument(
         "--timeout",

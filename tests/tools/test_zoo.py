@@ -127,6 +127,34 @@ def test_a_failed_onnx_compile_skips_the_other_onnx_compiles() -> None:
     ]
 
 
+def test_rounds_interleave_the_timing_jobs_and_take_the_median() -> None:
+    """``rounds=3``: qidao and ONNX Runtime timed three times each, one after the
+    other; the row has the median of their medians and the first compile's time."""
+    calls: list[tuple[str, int]] = []
+    times = {"onnx": iter([30.0, 10.0, 20.0]), "ort": iter([5.0, 50.0, 40.0])}
+
+    def runner(name: str, job: str, threads: int, *args: object, **kw: object) -> Job:
+        calls.append((job, threads))
+        us = next(times[job]) if job in times else 1.0
+        return Job(name, job, threads, median_us=us, compile_s=len(calls), kernels=3)
+
+    rows = zoo.run_zoo(
+        ["resnet-tiny"], (1,), paths=["onnx"], progress=False, runner=runner, rounds=3
+    )
+    assert calls == [
+        ("eager", 1),
+        ("onnx", 1),
+        ("onnx-warm", 1),
+        ("ort", 1),
+        *[("onnx", 1), ("ort", 1)] * 2,
+    ]
+    (row,) = rows
+    assert (row.qidao_us, row.ort_us) == (20.0, 40.0)
+    assert (row.compile_s, row.warm_s) == (2, 3)  # the cold and the warm job's
+    with pytest.raises(ValueError, match="rounds must be positive"):
+        zoo.run_zoo(["resnet-tiny"], (1,), progress=False, runner=runner, rounds=0)
+
+
 def test_errors_are_labelled_by_phase_and_internal_errors_as_such() -> None:
     err = IndexError("list index out of range")
     err.phase = "compile"  # type: ignore[attr-defined]

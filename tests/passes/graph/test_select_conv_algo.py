@@ -35,6 +35,8 @@ CASES = [
     (1, 8, 9, 9, 16, 3, 1, 2, 2, False, False),  # dilation 2: no winograd
     (1, 32, 7, 7, 48, 1, 1, 0, 1, True, True),  # 1x1: matmul applies
     (2, 6, 5, 5, 8, 5, 1, 2, 1, True, False),  # 5x5
+    (1, 32, 6, 6, 64, 2, 2, 0, 1, True, True),  # patchify to 3x3: auto is im2col
+    (1, 32, 3, 3, 48, 1, 1, 0, 1, False, False),  # 1x1 on 3x3: auto is matmul
 ]
 ALGOS = ["direct", "matmul", "im2col", "winograd", "auto"]
 
@@ -87,7 +89,7 @@ APPLIES = {
     "auto": range(len(CASES)),
     "im2col": range(len(CASES)),
     "winograd": range(4),  # 3x3, stride 1, undilated
-    "matmul": [6],  # 1x1, stride 1, unpadded
+    "matmul": [6, 9],  # 1x1, stride 1, unpadded
 }
 """Where each algorithm applies (elsewhere a forced one is direct, which
 ``test_forced_algorithms_apply_where_they_should`` checks)."""
@@ -117,6 +119,9 @@ def test_forced_algorithms_apply_where_they_should() -> None:
         ("matmul", 6): "matmul",
         ("matmul", 0): "direct",  # 3x3
         ("im2col", 4): "im2col",
+        ("auto", 8): "im2col",  # 9 output pixels: one matmul tile
+        ("auto", 9): "matmul",
+        ("auto", 6): "direct",  # 49 pixels
     }
     for (algo, index), used in expected.items():
         g, _, _ = case_graph(CASES[index])

@@ -40,7 +40,8 @@ class Compiled(CompiledProgram):
         more_ir: Callable[[], dict[str, ModuleOp]] | None = None,
     ) -> None:
         """``stage_ir`` and ``llvm_ir`` None: loaded from the compile cache;
-        ``recompile`` makes them when they are asked for."""
+        ``recompile`` makes them when they are asked for. ``llvm_ir`` alone None:
+        compiled part by part, ``jit`` links the parts' texts when asked for."""
         super().__init__(stage_ir, stats, mode, recompile, more_ir)
         self._weights = weights  # the native code reads them: kept while it lives
         self._llvm_ir = llvm_ir
@@ -61,10 +62,12 @@ class Compiled(CompiledProgram):
         return self._call(*arrays)  # type: ignore[no-any-return]
 
     def _text(self, stage: str) -> str:
-        if self._llvm_ir is None:  # loaded from the cache: no IR of any kind
+        # compiled part by part: the engine links the parts' texts when asked
+        llvm_ir = self._llvm_ir or self._jit.linked_ir
+        if llvm_ir is None:  # loaded from the cache: no IR of any kind
             return self._rebuilt()._text(stage)
         if stage == "llvm":
-            return self._llvm_ir
+            return llvm_ir
         if stage == "llvm-opt":
             return self._jit.optimized_ir()
         assert stage == "asm", stage

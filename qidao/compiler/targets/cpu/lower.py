@@ -6,10 +6,16 @@ from one kernel into another. So a model with many kernels (ResNet-50 has 35 aft
 ``dedupe-kernels``) is split into one part per core: part 0 holds the host program,
 the others only kernels, and each part keeps declarations of what it calls. Forked
 worker processes run the stages on their part (the parent's IR, shared
-copy-on-write, is never sent) and send back LLVM IR text; LLVM links the parts into
-one module before it optimizes (``qidao.runtime.cpu.jit_compile`` of several
-texts). Each part declares the model's weights ``external``
-(``emit.emit_program``) and the parent binds them once.
+copy-on-write, is never sent), optimize and compile their part to an object
+(``qidao.runtime.cpu.compile_object``: LLVM's O3 and code generation, the
+slowest stage of a big model, spread over the cores too) and send back the object
+and the LLVM IR text; the parent loads the objects into one engine, which links
+the host program's calls to the kernels of the other parts
+(``JitModule.from_objects``). Each part declares the model's weights ``external``
+(``emit.emit_program``) and the parent binds them once. LLVM sees one part at a
+time, so a kernel of another part is called, never inlined into the host program
+(in one process, GPT-2-tiny's 25 calls kept 18: the 7 smallest kernels were
+inlined, which saves a call of a few nanoseconds each).
 
 Serial instead, and the same result: a model of fewer than
 ``PARALLEL_MIN_KERNELS`` kernels, ``QIDAO_COMPILE_JOBS=1`` (the number of processes;
@@ -36,6 +42,7 @@ from xdsl.ir import Region
 from qidao.compiler.options import Settings
 from qidao.compiler.pipeline import Stage, run_stages
 from qidao.compiler.targets.cpu.emit import INLINE_BYTES, aligned_bytes, emit_program
+from qidao.runtime.cpu import compile_object
 
 PARALLEL_MIN_KERNELS = 8
 """Fewer kernels than this lower in this process (a fork costs more than it saves)."""
@@ -68,18 +75,24 @@ def compile_jobs() -> int:
 
 @dataclass
 class Lowered:
-    """LLVM IR text (one per part), the weights the texts declare, the processes."""
+    """LLVM IR text (one per part), the weights the texts declare, the processes;
+    with more than one part, each part's object code (``compile_object``)."""
 
     texts: list[str]
     weights: dict[str, np.ndarray[Any, Any]]
     processes: int = 1
     seconds: dict[str, float] = field(default_factory=dict)
+    objects: list[bytes] | None = None
 
 
-def lower(module: ModuleOp, below: Sequence[Stage], settings: Settings) -> Lowered:
+def lower(
+    module: ModuleOp, below: Sequence[Stage], settings: Settings, host_ir: str = ""
+) -> Lowered:
     """Run ``below`` (the target's IR stages after the schedule) on ``module`` and
-    emit LLVM IR: in worker processes when it pays, else here (changing
-    ``module``). ``seconds`` gets each stage's time (the slowest part's)."""
+    emit LLVM IR, ``host_ir`` appended to the host program's part: in worker
+    processes when it pays (each also compiles its part to an object), else here
+    (changing ``module``). ``seconds`` gets each stage's time (the slowest
+    part's)."""
     kernels = _kernels(module)
     jobs = min(compile_jobs(), len(kernels))
     serial = (
@@ -89,21 +102,21 @@ def lower(module: ModuleOp, below: Sequence[Stage], settings: Settings) -> Lower
         or bool(settings.options.get("profile"))
     )
     if not serial:
-        lowered = _lower_in_processes(module, below, settings, kernels, jobs)
+        lowered = _lower_in_processes(module, below, settings, jobs, host_ir)
         if lowered is not None:
             return lowered
-    return _lower_here(module, below, settings)
+    return _lower_here(module, below, settings, host_ir)
 
 
 def _lower_here(
-    module: ModuleOp, below: Sequence[Stage], settings: Settings
+    module: ModuleOp, below: Sequence[Stage], settings: Settings, host_ir: str
 ) -> Lowered:
     seconds: dict[str, float] = {}
     _run(module, below, settings, seconds)
     start = time.perf_counter()
     program = emit_program(module)
     seconds["emit-llvm"] = time.perf_counter() - start
-    return Lowered([program.text], program.weights, 1, seconds)
+    return Lowered([program.text + host_ir], program.weights, 1, seconds)
 
 
 def _run(
@@ -155,21 +168,25 @@ def partition(module: ModuleOp, jobs: int) -> list[set[str]]:
     return parts
 
 
-_WORK: tuple[ModuleOp, list[set[str]], Sequence[Stage], Settings] | None = None
+_WORK: tuple[ModuleOp, list[set[str]], Sequence[Stage], Settings, str] | None = None
 """What the forked workers lower: set in the parent just before the fork."""
+
+PartResult = tuple[str, bytes, set[str], dict[str, float]]
+"""A worker's part: LLVM IR text, object code, the weights it declares, seconds."""
 
 
 def _lower_in_processes(
     module: ModuleOp,
     below: Sequence[Stage],
     settings: Settings,
-    kernels: list[func.FuncOp],
     jobs: int,
+    host_ir: str,
 ) -> Lowered | None:
-    """The parts lowered by ``jobs`` forked workers; None when one failed."""
+    """The parts lowered and compiled by ``jobs`` forked workers; None when one
+    failed."""
     global _WORK
     parts = partition(module, jobs)
-    _WORK = (module, parts, below, settings)
+    _WORK = (module, parts, below, settings, host_ir)
     try:
         context = multiprocessing.get_context("fork")
         with context.Pool(jobs) as pool:
@@ -179,34 +196,41 @@ def _lower_in_processes(
     if any(r is None for r in results):
         return None  # lowered again here, to raise the error the user should see
     texts: list[str] = []
+    objects: list[bytes] = []
     names: set[str] = set()
     seconds: dict[str, float] = {}
     for result in results:
         assert result is not None
-        text, declared, part_seconds = result
+        text, code, declared, part_seconds = result
         texts.append(text)
+        objects.append(code)
         names |= declared
         for stage, spent in part_seconds.items():
             seconds[stage] = max(seconds.get(stage, 0.0), spent)
-    return Lowered(texts, _weights(module, names), jobs, seconds)
+    return Lowered(texts, _weights(module, names), jobs, seconds, objects)
 
 
-def _in_worker(index: int) -> tuple[str, set[str], dict[str, float]] | None:
+def _in_worker(index: int) -> PartResult | None:
     return _lower_part(index)  # looked up when called (a test replaces it)
 
 
-def _lower_part(index: int) -> tuple[str, set[str], dict[str, float]] | None:
-    """In a worker: lower part ``index`` of the module; None if anything fails."""
+def _lower_part(index: int) -> PartResult | None:
+    """In a worker: lower part ``index`` of the module and compile it to an
+    object; None if anything fails."""
     assert _WORK is not None
-    module, parts, below, settings = _WORK
+    module, parts, below, settings, host_ir = _WORK
     try:
         _keep_part(module, parts[index], host=index == 0)
         seconds: dict[str, float] = {}
         _run(module, below, settings, seconds)
         start = time.perf_counter()
         program = emit_program(module, copy_weights=False)
+        text = program.text + (host_ir if index == 0 else "")
         seconds["emit-llvm"] = time.perf_counter() - start
-        return program.text, set(program.weights), seconds
+        start = time.perf_counter()
+        code = compile_object(text, int(settings.options["opt_level"]))
+        seconds["jit"] = time.perf_counter() - start
+        return text, code, set(program.weights), seconds
     except Exception:  # the parent lowers the whole module again and raises it
         return None
 

@@ -77,22 +77,29 @@ class CpuTarget:
         below = stages(self.name, SCHEDULE_STAGE)[1:]
         below = tuple(stage for stage in below if not stage.text)
         scheduled = stage_ir[SCHEDULE_STAGE]
-        lowered = lower(module, below, settings)
+        host_ir = ndarray_entry_ir(ENTRY, len(inputs) + len(outputs))
+        lowered = lower(module, below, settings, host_ir)
         seconds.update(lowered.seconds)
-        texts = list(lowered.texts)
-        texts[0] += ndarray_entry_ir(ENTRY, len(inputs) + len(outputs))
+        texts = lowered.texts
+        opt_level = int(settings.options["opt_level"])
         start = time.perf_counter()
         symbols = weight_symbols(lowered.weights)
-        jit = jit_compile(
-            texts,
-            opt_level=int(settings.options["opt_level"]),
-            runtime_ir=RUNTIME_IR if profile else None,
-            symbols=symbols,
-            keep_object=True,
-        )
+        if lowered.objects is not None:  # each part compiled by its worker
+            openmp = any(uses_openmp(text) for text in texts)
+            jit = JitModule.from_objects(
+                lowered.objects, symbols, openmp, texts, opt_level
+            )
+        else:
+            jit = jit_compile(
+                texts,
+                opt_level=opt_level,
+                runtime_ir=RUNTIME_IR if profile else None,
+                symbols=symbols,
+                keep_object=True,
+            )
         native = NativeFunction(jit, ENTRY, inputs, outputs)
-        seconds["jit"] = time.perf_counter() - start
-        llvm_ir = jit.linked_ir or texts[0]
+        seconds["jit"] = seconds.get("jit", 0.0) + time.perf_counter() - start
+        llvm_ir = (jit.linked_ir or texts[0]) if lowered.objects is None else None
         stats: dict[str, Any] = {
             **host_stats(stage_ir[HOST_STAGE]),
             "threads": settings.threads,
@@ -100,7 +107,7 @@ class CpuTarget:
             "compile_processes": lowered.processes,
             **applied,
         }
-        if settings.debug >= 2:
+        if settings.debug >= 2 and llvm_ir is not None:  # debug 2: one part
             emit("llvm", llvm_ir)
         if settings.debug >= 4:
             emit("llvm-opt", jit.optimized_ir())

@@ -13,6 +13,7 @@ import qidao
 from qidao.compiler.defaults import kind_of
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
 from qidao.compiler.targets.cpu import defaults
+from qidao.compiler.targets.cpu.defaults.matmul import PACK_MIN_ROWS
 from qidao.frontend.builder import Graph
 
 
@@ -53,16 +54,20 @@ def test_kind_of(ops: str, kind: str) -> None:
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(
-    ("m", "k", "n"), [(64, 64, 64), (96, 40, 128), (72, 33, 48), (100, 64, 96)]
+    ("m", "k", "n"),
+    [(64, 64, 64), (96, 40, 128), (72, 33, 48), (100, 64, 96), (256, 24, 64)],
 )
 def test_matmul_default_matches_numpy(m: int, k: int, n: int, threads: int) -> None:
+    """B is packed from 256 rows on (PACK_MIN_ROWS); fewer rows read it in place."""
     compiled = qidao.compile(matmul_graph(m, k, n), threads=threads)
     report = compiled.stats["default_schedule"]["main_k0_matmul"]
     assert report.startswith("matmul: "), report
-    assert "register tile" in report and "w packed in" in report
+    packed = m >= PACK_MIN_ROWS
+    assert "register tile" in report and ("w packed in" in report) == packed
     trace = compiled.stats["schedule"]
     assert 's.cache_write("main_k0_matmul", "i_o")' in trace
-    assert 's.cache_read("main_k0_matmul", "j_o", "w")' in trace
+    pack = 's.cache_read("main_k0_matmul", "j_o", "w")'
+    assert (pack in trace) == packed
     assert 's.compute_at("main_k0_matmul", "i_init", "i_o")' in trace
     x, w = rand(m, k), rand(k, n, seed=1)
     (got,) = compiled(x, w)
@@ -178,12 +183,12 @@ def test_batched_and_constant_weight_matmuls_match_numpy() -> None:
 
     weight = rand(64, 96, seed=2)
     g = Graph("main")
-    x = g.input("x", (80, 64))
+    x = g.input("x", (PACK_MIN_ROWS, 64))
     g.output(g.relu(x @ g.constant(weight)))
     compiled = qidao.compile(g)
     (line,) = compiled.stats["default_schedule"].values()
     assert line.startswith("matmul:") and "packed" in line, line
-    a = rand(80, 64)
+    a = rand(PACK_MIN_ROWS, 64)
     want = np.maximum(a @ weight, 0)
     np.testing.assert_allclose(compiled(a)[0], want, rtol=1e-4, atol=1e-4)
 
@@ -239,3 +244,26 @@ def test_pool_with_few_channels_keeps_its_loops_and_says_why() -> None:
     report = scheduled.stats["default_schedule"]
     (pool_kernel,) = [k for k in report if "pool" in k]
     assert "8 channels: fewer than one vector of 16" in report[pool_kernel]
+
+
+@pytest.mark.parametrize(
+    ("heads", "parallel"),
+    [
+        (4, "b0 (4 matmuls) on 2 threads"),  # even: one fork, whole matmuls
+        (3, "j_o on 2 threads"),  # 3 over 2 threads: the panels of each
+        (8, "b0 (8 matmuls) on 2 threads"),
+    ],
+)
+def test_batched_matmul_goes_parallel_by_whole_matmuls(
+    heads: int, parallel: str
+) -> None:
+    """Attention's ``q @ k^T`` per head: at two threads the batch loop is parallel
+    when the heads share out evenly, else each matmul's column panels."""
+    g = Graph("main")
+    q, k = g.input("q", (heads, 128, 128)), g.input("k", (heads, 128, 128))
+    g.output(q @ k)
+    compiled = qidao.compile(g, threads=2)
+    report = compiled.stats["default_schedule"]["main_k0_matmul"]
+    assert parallel in report, report
+    a, b = rand(heads, 128, 128), rand(heads, 128, 128, seed=1)
+    np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)

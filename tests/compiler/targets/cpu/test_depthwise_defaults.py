@@ -177,7 +177,7 @@ def test_explicit_zero_pad_folds() -> None:
 def test_scheduler_declines_other_kernels() -> None:
     """A dense conv kernel is not the depthwise nest: NotApplicable, unchanged."""
     g = Graph()
-    x = g.input("x", (1, 16, 6, 6))
+    x = g.input("x", (1, 16, 12, 12))
     weight = np.ones((16, 16, 3, 3), np.float32)
     g.output(g.conv2d(x, weight, strides=2, padding=1))  # direct, not Winograd
     s = Schedule.for_model(g)

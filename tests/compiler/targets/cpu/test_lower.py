@@ -4,6 +4,7 @@ process, checked against NumPy."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 import qidao
 from qidao.compiler.targets.cpu import lower
 from qidao.frontend.builder import Graph
+from qidao.runtime.cpu import JitError, pack_objects, unpack_objects
 
 RNG = np.random.default_rng(3)
 X = RNG.standard_normal((16, 32)).astype(np.float32)
@@ -62,6 +64,34 @@ def test_parts_in_processes_run_the_same_program(
     llvm = spread.ir("llvm")
     assert llvm.count("define ") == serial.ir("llvm").count("define ")
     assert spread.ir("scf") == serial.ir("scf")
+    # each worker compiled its part: the engine loaded two objects; the optimized
+    # IR and the assembly are made from the linked text when asked for
+    assert spread._jit.object_code.startswith(b"QIDAO-OBJECTS-1")
+    assert len(unpack_objects(spread._jit.object_code)) == 2
+    assert "main_k3_" in spread.ir("llvm-opt") and "vfmadd" in spread.ir("asm")
+
+
+def test_objects_pack_and_a_damaged_pack_is_refused() -> None:
+    codes = [b"\x7fELF one", b"\x7fELF two", b"three"]
+    blob = pack_objects(codes)
+    assert unpack_objects(blob) == codes
+    assert pack_objects(codes[:1]) == codes[0] == unpack_objects(codes[0])[0]
+    for damaged in (blob[:-1], blob + b"x", blob[:20]):
+        with pytest.raises(JitError, match="packed object code is damaged"):
+            unpack_objects(damaged)
+
+
+def test_a_cache_hit_loads_the_parts_objects(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("QIDAO_COMPILE_JOBS", "2")
+    monkeypatch.setenv("QIDAO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("QIDAO_CACHE", "on")
+    first = compile_many(verify="stage")  # "each" is never cached
+    assert first.stats["cache"] == "miss, stored"
+    again = compile_many(verify="stage")
+    assert again.stats["cache"] == "hit"
+    np.testing.assert_array_equal(again(X)[0], first(X)[0])
 
 
 def test_a_failing_part_lowers_again_here(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,6 +49,25 @@ func.func @one_by_one(%x: tensor<2x5x5x16xf32>, %w: tensor<1x1x16x32xf32>) -> te
   func.return %y : tensor<2x5x5x32xf32>
 }
 
+// A small output (at most 12 pixels over more than one row): the rule picks a
+// matmul for a 1x1 convolution and im2col for any other (ConvNeXt's last
+// downsampling, 2x2 stride 2 to 3x3 pixels), so one register tile of the matmul
+// reads the weight once. Must not fire: 12 pixels in one row (the direct tile
+// already reads the weight once), 16 pixels (4x4).
+// CHECK-LABEL: func.func @small_output
+// AUTO:        tg.matmul {{.*}} {qd.algo = "matmul: rule: 9 output pixels, one matmul tile: the weight is read once (direct reads it once per output row, 3 times)"}
+// AUTO:        tg.concat
+// AUTO:        tg.matmul {{.*}} {qd.algo = "im2col: rule: 9 output pixels, one matmul tile: the weight is read once (direct reads it once per output row, 3 times)"}
+// AUTO:        %c = tg.conv2d {{.*}} {qd.algo = "direct: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution)"}
+// AUTO:        %d = tg.conv2d {{.*}} {qd.algo = "direct: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution)"}
+func.func @small_output(%x3: tensor<1x3x3x16xf32>, %w1: tensor<1x1x16x32xf32>, %x6: tensor<1x6x6x16xf32>, %w2: tensor<2x2x16x32xf32>, %x12: tensor<1x1x12x16xf32>, %x4: tensor<1x4x4x16xf32>) -> (tensor<1x3x3x32xf32>, tensor<1x3x3x32xf32>, tensor<1x1x12x32xf32>, tensor<1x4x4x32xf32>) {
+  %a = tg.conv2d %x3, %w1 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x3x3x16xf32>, tensor<1x1x16x32xf32>) -> tensor<1x3x3x32xf32>
+  %b = tg.conv2d %x6, %w2 strides = [2, 2] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x6x6x16xf32>, tensor<2x2x16x32xf32>) -> tensor<1x3x3x32xf32>
+  %c = tg.conv2d %x12, %w1 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x1x12x16xf32>, tensor<1x1x16x32xf32>) -> tensor<1x1x12x32xf32>
+  %d = tg.conv2d %x4, %w1 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x16xf32>, tensor<1x1x16x32xf32>) -> tensor<1x4x4x32xf32>
+  func.return %a, %b, %c, %d : tensor<1x3x3x32xf32>, tensor<1x3x3x32xf32>, tensor<1x1x12x32xf32>, tensor<1x4x4x32xf32>
+}
+
 // Must not fire (direct, with the reason), whatever is asked: an NCHW convolution
 // (the layout pass left it), a grouped one, and Winograd for a weight that is not a
 // constant, a convolution with too few channels or too few tiles (6x6: 2x2).

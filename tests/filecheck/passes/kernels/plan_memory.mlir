@@ -4,8 +4,10 @@
 // looks inside elementwise kernels (to see which argument they store to).
 
 // The docstring's example: exp -> neg -> relu. neg writes in place over exp's
-// result, which dies there, so one buffer serves both, and neg's arguments lose
-// llvm.noalias. exp and relu keep it (their other argument is a graph input or output).
+// result, which dies there, so one buffer serves both: neg's arguments lose
+// llvm.noalias and neg stores through %in0 (LLVM then sees one pointer read and
+// written at one index). exp and relu keep theirs (their other argument is a graph
+// input or output).
 // CHECK-LABEL: func.func private @inplace_k0_exp
 // CHECK-SAME:    (%x: memref<8xf32> {llvm.noalias}, %out: memref<8xf32> {llvm.noalias})
 func.func private @inplace_k0_exp(%x: memref<8xf32> {llvm.noalias}, %out: memref<8xf32> {llvm.noalias}) attributes {qd.kernel = "tg.exp"} {
@@ -18,6 +20,9 @@ func.func private @inplace_k0_exp(%x: memref<8xf32> {llvm.noalias}, %out: memref
 }
 // CHECK-LABEL: func.func private @inplace_k1_neg
 // CHECK-SAME:    (%in0: memref<8xf32>, %out: memref<8xf32>)
+// CHECK:         affine.store %{{.*}}, %in0[%{{.*}}] : memref<8xf32>
+// CHECK-LABEL: func.func private @inplace_k2_relu
+// CHECK:         affine.store %{{.*}}, %out[%{{.*}}] : memref<8xf32>
 func.func private @inplace_k1_neg(%in0: memref<8xf32> {llvm.noalias}, %out: memref<8xf32> {llvm.noalias}) attributes {qd.kernel = "tg.neg"} {
   affine.for %i = 0 to 8 {
     %v = affine.load %in0[%i] : memref<8xf32>
@@ -71,6 +76,7 @@ func.func private @reshape_k1_relu(%in0: memref<2x3xf32> {llvm.noalias}, %out: m
 func.func private @reshape_k2(memref<2x3xf32>, memref<2x3xf32>) attributes {qd.kernel = "tg.matmul"}
 // CHECK-LABEL: func.func private @reshape_k1_relu
 // CHECK-SAME:    (%in0: memref<2x3xf32>, %out: memref<2x3xf32>)
+// CHECK:         affine.store %{{.*}}, %in0[%{{.*}}, %{{.*}}] : memref<2x3xf32>
 // CHECK-LABEL: func.func @reshape
 // CHECK-NEXT:    %slot0 = memref.alloc() {alignment = 64 : i64} : memref<6xf32>
 // CHECK-NEXT:    func.call @reshape_k0(%x, %slot0)

@@ -10,12 +10,15 @@ The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0), ``[b..], i, k, j`
     compute_at init and epilogue, i_o      C's tile zeroed and finished in the tile
     cache_read B at j_o                    the K x TILE_J panel of B packed once
                                            per j_o: 128-byte rows instead of N*4
-                                           (when more than one row tile reads it)
+                                           (when 32 row tiles or more read it)
     peel j_o                               when TILE_J does not divide N: the last
                                            panel, N mod TILE_J columns, in j_o_p,
                                            whose tiles get the steps below first
-    parallel j_o                           when threads > 1, the work pays and
-                                           there are two full panels or more
+    parallel b0 (or j_o)                   when threads > 1 and the work pays: a
+                                           batch of matmuls that shares out evenly
+                                           over the threads (attention's heads) by
+                                           whole matmuls, else the panels of each
+                                           when there are two full ones or more
     peel i_o                               when TILE_I does not divide M: the last
                                            tile, M mod TILE_I rows, in i_o_t
     cache_write at i_o (and i_o_t)         the TILE_I x TILE_J tile of C in a local
@@ -31,7 +34,7 @@ Measured on this machine (AMD EPYC, AVX-512, one thread): matmul 1024 at ~240
 GFLOP/s against PyTorch's ~100.
 
 The tile is unrolled, so its loops need constant bounds, and the tile has 8 rows
-(M when M < 8). When 8 does not divide M, ``split`` bounds the tile's row loops by
+(M when M <= 12, below). When 8 does not divide M, ``split`` bounds the tile's row loops by
 ``min(8, M - 8 * i_o)``; ``peel`` moves the last tile into a copy ``i_o_t`` (its
 loops named ``<loop>_t``), so the main tiles have exactly 8 rows and the tail tile
 M mod 8, both unrolled. Peeled before ``cache_write``: the tail's accumulator is
@@ -44,6 +47,13 @@ loops. Measured (one thread, medians): 197x192 @ 192x768 and 197x768 @ 768x192 a
 192, ``qidao profile --threads 1``) 21.9 -> 10.9 ms. Against the largest divisor (6
 or 7 rows, no tail) at M = 12 ... 196, 8 rows and a peeled tail measured the
 same within this machine's noise, so it is the one rule.
+
+Up to 12 rows (M <= ``ONE_TILE_ROWS``), the tile has all M rows, so that each panel
+of B is read once (2 x 12 accumulators, two B vectors and a broadcast fit the 32
+registers): 8 rows and a peeled tail read B twice, and a B that does not fit the
+caches comes from memory twice. ConvNeXt's last stage (3 x 3 = 9 tokens): 9x3072 @
+3072x768 at 95 GFLOP/s against 72, 9x768 @ 768x3072 51 against 38, 12x768 @
+768x3072 88-97 against 47 (one thread, medians).
 
 The columns likewise. Panels are 32 columns (16 when N is an odd multiple of 16, or
 ragged and under 32, so that one full panel remains). When 16 does not divide N
@@ -60,11 +70,16 @@ first (``i_o_p_t``): four tiles, 8 x 32, (M mod 8) x 32, 8 x (N mod 32) and
 panels' ``peel i_o`` (``_t``) makes no name the first peel made.
 Before this, such a kernel kept its loops.
 
-A panel is packed only when more than one row tile reads it (M > 8) or B is a
-transposed view (the pack is what makes its rows contiguous): for one row tile the
-copy only doubles the traffic (8x768 @ 768x1000: 196 -> 122 µs, x 1024 columns:
-281 -> 156). (M = 16 and 24 measured faster unpacked too, M = 48 the same; they stay
-packed until measured on a quiet machine.) And it must fit ``cache-read``'s limit.
+A panel is packed only when M >= 256 (32 row tiles read it) or B is a transposed
+view (the pack is what makes its rows contiguous): the copy runs on every call, and
+with fewer rows it costs more than the contiguous panel saves. Measured (one thread,
+medians, GFLOP/s, packed -> unpacked; peak ~115, ONNX Runtime ~110 on the first):
+128x256x768 98 -> 112, 128x256x8192 (GPT-2's head) 86 -> 96, 64x2048x512 78 -> 93,
+197x768x192 100 -> 112, 128x1024x4096 86 -> 93; and the other way from 256 rows on,
+where B's rows are 4 KiB or more apart (their panel's rows fall into the same L1
+sets): 1024^3 108 -> 99, 256x1024x1024 106 -> 100, 256x256x2048 105 -> 97. (For
+one row tile the copy only doubled the traffic: 8x768 @ 768x1000, 196 -> 122 µs.)
+The panel must also fit ``cache-read``'s limit.
 
 One row (M = 1, a classifier head at batch 1, N ragged) is a GEMV: B is read once
 whatever the schedule, and a 1 x 32 tile has two accumulators, each fma waiting
@@ -110,6 +125,8 @@ from qidao.passes.schedule.loops.nest import find_loop, iv
 
 TILE_I = 8
 TILE_J = 32
+ONE_TILE_ROWS = 12
+"""Up to this many rows (M), C is one tile of M rows (module docstring)."""
 WIDTH = 16
 PANEL = "_p"
 """The suffix of the loops of the peeled last column panel (``peel``'s default,
@@ -118,6 +135,9 @@ TAIL_WIDTHS = (16, 8, 4)
 """The vectors a ragged panel's columns go on, widest first; the rest are scalars."""
 GEMV_UNROLL = (4, 2)
 """The k unroll of a GEMV: the first of these that divides K (none: not unrolled)."""
+PACK_MIN_ROWS = 256
+"""B is packed when at least this many rows (32 row tiles) read each panel (module
+docstring)."""
 PACK_MAX_ELEMENTS = 1 << 18
 """``cache-read``'s limit on a packed box (1 MiB of f32, on the stack)."""
 MIN_FLOPS = 2 * 32**3
@@ -148,7 +168,8 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     # 32-column panels; 16 when N is an odd multiple of 16, or ragged and under 32
     # (one full panel and a peeled last one)
     tile_j = WIDTH if n % TILE_J and (n % WIDTH == 0 or n < TILE_J) else TILE_J
-    tile_i = min(m, TILE_I)
+    # up to ONE_TILE_ROWS rows in one tile: B is then read once
+    tile_i = m if m <= ONE_TILE_ROWS else TILE_I
     rows, cols = m % tile_i, n % tile_j  # in the last tile, in the last panel
 
     s.split(kernel, "i", tile_i)
@@ -159,9 +180,9 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         if nest is not None:
             s.compute_at(kernel, nest, "i_o")
     done = [f"{tile_i}x{tile_j} register tile of C"]
-    # a panel read by one row tile is not worth copying, unless the copy is what
-    # makes a transposed B contiguous
-    reused = m > tile_i or not rows_contiguous
+    # a panel is copied on every call: worth it only when many row tiles read it,
+    # or when the copy is what makes a transposed B contiguous
+    reused = m >= PACK_MIN_ROWS or not rows_contiguous
     if rhs is not None and reused and k * tile_j <= PACK_MAX_ELEMENTS:
         s.cache_read(kernel, "j_o", rhs)
         done.insert(0, f"{rhs} packed in {k}x{tile_j} panels")
@@ -173,7 +194,11 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         s.peel(kernel, "j_o", PANEL)
         _register_tiles(s, kernel, PANEL, rows, cols)
         done.append(f"the last {cols} columns in a peeled panel (j_o{PANEL})")
-    if threads > 1 and flops >= PARALLEL_MIN_FLOPS and n // tile_j > 1:
+    batch = extents.get("b0")  # the outer batch loop of a batched matmul
+    if threads > 1 and batch is not None and _batch_parallel(batch, flops, threads):
+        s.parallel(kernel, "b0")  # whole matmuls per thread: one fork for all
+        done.append(f"b0 ({batch} matmuls) on {threads} threads")
+    elif threads > 1 and flops >= PARALLEL_MIN_FLOPS and n // tile_j > 1:
         s.parallel(kernel, "j_o")
         done.append(f"j_o on {threads} threads")
     pack = _copy_loops(s, kernel, "j_o_cr_i")
@@ -181,6 +206,14 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         s.vectorize(kernel, pack[-1], WIDTH)
     _register_tiles(s, kernel, "", rows, tile_j)
     return ", ".join(done)
+
+
+def _batch_parallel(batch: int, flops: int, threads: int) -> bool:
+    """Whether the outer batch loop of ``batch`` matmuls of ``flops`` each goes
+    parallel: the work pays, and the matmuls share out evenly (a multiple of the
+    threads, or at least four per thread)."""
+    even = batch % threads == 0 or batch >= 4 * threads
+    return even and batch * flops >= PARALLEL_MIN_FLOPS
 
 
 def _register_tiles(s: Schedule, kernel: str, panel: str, rows: int, cols: int) -> None:
