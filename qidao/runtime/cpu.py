@@ -252,6 +252,8 @@ def unpack_objects(blob: bytes) -> list[bytes]:
     start = len(_OBJECTS_MAGIC)
     count = int.from_bytes(blob[start : start + 4], "little")
     start += 4
+    if start + 8 * count > len(blob):  # a count no blob of this length can hold
+        raise JitError("the packed object code is damaged (its sizes do not add up)")
     sizes = [
         int.from_bytes(blob[start + 8 * i : start + 8 * i + 8], "little")
         for i in range(count)

@@ -76,7 +76,8 @@ def test_objects_pack_and_a_damaged_pack_is_refused() -> None:
     blob = pack_objects(codes)
     assert unpack_objects(blob) == codes
     assert pack_objects(codes[:1]) == codes[0] == unpack_objects(codes[0])[0]
-    for damaged in (blob[:-1], blob + b"x", blob[:20]):
+    huge_count = blob[:16] + (2**32 - 1).to_bytes(4, "little") + blob[20:]
+    for damaged in (blob[:-1], blob + b"x", blob[:20], huge_count):
         with pytest.raises(JitError, match="packed object code is damaged"):
             unpack_objects(damaged)
 
