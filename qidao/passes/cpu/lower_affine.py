@@ -8,6 +8,13 @@ conjunction of its constraints; ``affine.min`` becomes a chain of ``arith.minsi`
 evaluated map; ``affine.apply`` becomes its expression; ``affine.yield`` becomes
 ``scf.yield``.
 
+A loop of one iteration (constant bounds) keeps its ``scf.for``, but its index is
+replaced by the lower bound: a constant, which stays one when the loop's body is
+outlined into a thread function (``convert-parallel-to-gomp`` clones constants in).
+An in-place kernel that loads ``a[0, i]`` and stores ``a[%i0, i]`` then shows LLVM
+one address (a loop index passed as an argument hid that, and the vector loop's
+alias check sent every call to the scalar loop).
+
 Affine expressions follow MLIR's semantics: ``a mod b`` lies in ``[0, b)``,
 ``floordiv`` rounds toward minus infinity and ``ceildiv`` toward plus infinity (for a
 positive divisor). Constant subexpressions fold, ``x * 1`` and ``x + 0`` vanish.
@@ -82,7 +89,7 @@ class _IndexBuilder:
         self.rewriter.insert(op)
         return op.results[0]
 
-    def _known(self, value: SSAValue) -> int | None:
+    def known(self, value: SSAValue) -> int | None:
         if value in self.constants:
             return self.constants[value]
         owner = value.owner
@@ -91,7 +98,7 @@ class _IndexBuilder:
         return None
 
     def add(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        a, b = self._known(lhs), self._known(rhs)
+        a, b = self.known(lhs), self.known(rhs)
         if a is not None and b is not None:
             return self.const(a + b)
         if a == 0:
@@ -101,7 +108,7 @@ class _IndexBuilder:
         return self._emit(arith.AddiOp(lhs, rhs))
 
     def sub(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        a, b = self._known(lhs), self._known(rhs)
+        a, b = self.known(lhs), self.known(rhs)
         if a is not None and b is not None:
             return self.const(a - b)
         if b == 0:
@@ -109,7 +116,7 @@ class _IndexBuilder:
         return self._emit(arith.SubiOp(lhs, rhs))
 
     def mul(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        a, b = self._known(lhs), self._known(rhs)
+        a, b = self.known(lhs), self.known(rhs)
         if a is not None and b is not None:
             return self.const(a * b)
         if a == 0 or b == 0:
@@ -127,7 +134,7 @@ class _IndexBuilder:
         return self._emit(arith.CmpiOp(lhs, rhs, predicate))
 
     def mod(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        a, b = self._known(lhs), self._known(rhs)
+        a, b = self.known(lhs), self.known(rhs)
         if a is not None and b is not None and b != 0:
             return self.const(a % b)
         if b == 1:
@@ -137,7 +144,7 @@ class _IndexBuilder:
         return self.select(negative, self.add(rem, rhs), rem)
 
     def floordiv(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        a, b = self._known(lhs), self._known(rhs)
+        a, b = self.known(lhs), self.known(rhs)
         if a is not None and b is not None and b != 0:
             return self.const(a // b)
         if b == 1:
@@ -150,7 +157,7 @@ class _IndexBuilder:
         return self.select(negative, self.sub(minus_one, quotient), quotient)
 
     def ceildiv(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        a, b = self._known(lhs), self._known(rhs)
+        a, b = self.known(lhs), self.known(rhs)
         if a is not None and b is not None and b != 0:
             return self.const(-((-a) // b))
         if b == 1:
@@ -167,7 +174,7 @@ class _IndexBuilder:
     def minmax(self, values: Sequence[SSAValue], take_min: bool) -> SSAValue:
         result = values[0]
         for value in values[1:]:
-            a, b = self._known(result), self._known(value)
+            a, b = self.known(result), self.known(value)
             if a is not None and b is not None:
                 result = self.const(min(a, b) if take_min else max(a, b))
             elif take_min:
@@ -225,6 +232,16 @@ class LowerAffineFor(RewritePattern):
         )
         ub = b.minmax(b.map(op.upperBoundMap.data, op.upperBoundOperands), True)
         step = b.const(op.step.value.data)
+        low, high = b.known(lb), b.known(ub)
+        if (
+            low is not None
+            and high is not None
+            and 0 < high - low <= op.step.value.data
+        ):
+            # one iteration: its index is the lower bound, a constant LLVM sees
+            hint = lb.name_hint
+            rewriter.replace_all_uses_with(op.body.block.args[0], lb)
+            lb.name_hint = hint
         body = rewriter.move_region_contents_to_new_regions(op.body)
         new_for = scf.ForOp(lb, ub, step, op.inits, body)
         for name, attr in op.attributes.items():

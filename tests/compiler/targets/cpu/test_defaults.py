@@ -89,7 +89,7 @@ def test_parallel_only_when_threads_and_work_pay() -> None:
     assert 's.parallel("main_k0_matmul", "j_o")' in big.stats["schedule"]
     one = qidao.compile(matmul_graph(256, 256, 256), threads=1)
     assert "parallel" not in one.stats["schedule"]
-    small = qidao.compile(matmul_graph(64, 64, 64), threads=2)
+    small = qidao.compile(matmul_graph(48, 64, 64), threads=2)  # < 2 * 64^3 flops
     assert "parallel" not in small.stats["schedule"]
 
 
@@ -252,18 +252,22 @@ def test_pool_with_few_channels_keeps_its_loops_and_says_why() -> None:
         (4, "b0 (4 matmuls) on 2 threads"),  # even: one fork, whole matmuls
         (3, "j_o on 2 threads"),  # 3 over 2 threads: the panels of each
         (8, "b0 (8 matmuls) on 2 threads"),
+        ((1, 8), "b1 (8 matmuls) on 2 threads"),  # Swin's last stage: 1 window
+        ((4, 4), "b0 (4 of 4 matmuls) on 2 threads"),  # 4 windows x 4 heads
     ],
 )
 def test_batched_matmul_goes_parallel_by_whole_matmuls(
-    heads: int, parallel: str
+    heads: int | tuple[int, int], parallel: str
 ) -> None:
-    """Attention's ``q @ k^T`` per head: at two threads the batch loop is parallel
-    when the heads share out evenly, else each matmul's column panels."""
+    """Attention's ``q @ k^T`` per head: at two threads the outermost batch loop
+    of more than one iteration is parallel when it shares out evenly, else each
+    matmul's column panels."""
+    batch = heads if isinstance(heads, tuple) else (heads,)
     g = Graph("main")
-    q, k = g.input("q", (heads, 128, 128)), g.input("k", (heads, 128, 128))
+    q, k = g.input("q", (*batch, 128, 128)), g.input("k", (*batch, 128, 128))
     g.output(q @ k)
     compiled = qidao.compile(g, threads=2)
     report = compiled.stats["default_schedule"]["main_k0_matmul"]
     assert parallel in report, report
-    a, b = rand(heads, 128, 128), rand(heads, 128, 128, seed=1)
+    a, b = rand(*batch, 128, 128), rand(*batch, 128, 128, seed=1)
     np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)

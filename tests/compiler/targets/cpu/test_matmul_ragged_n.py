@@ -54,6 +54,9 @@ def gemm(
         (8, 96, 100, "constant", 1, "the last 4 columns in a peeled panel (j_o_p)"),
         (1, 320, 150, "constant", 1, "one row (GEMV): j on vectors, k unrolled by 4"),
         (1, 320, 150, "input", 2, "one row (GEMV): j on vectors, k unrolled by 4"),
+        # a classifier head at batch 1 on two threads: B's columns in two halves
+        (1, 320, 1000, "constant", 2, "j in 2 parts of 500 columns on 2 threads"),
+        (1, 96, 1000, "input", 2, "one row (GEMV): j on vectors, k unrolled by 4"),
     ],
 )
 def test_ragged_n_matches_numpy(
@@ -77,6 +80,9 @@ def test_ragged_n_matches_numpy(
         packed = rhs == "transposed" or m >= matmul.PACK_MIN_ROWS
         assert ("packed" in report) == packed, report
         assert (f"j_o on {threads} threads" in report) == (threads > 1), report
+    else:  # GEMV: split when B has 2^16 elements or more and the threads divide N
+        split = threads > 1 and k * n >= matmul.GEMV_PARALLEL_MIN_ELEMENTS
+        assert ("parts" in report) == split, report
     assert " min " not in compiled.ir("schedule")
     np.testing.assert_allclose(compiled(*args)[0], want, rtol=1e-4, atol=1e-4)
 

@@ -117,3 +117,42 @@ func.func @already_scf(%a: memref<4xf32>) {
   } {qd.loop = "i"}
   func.return
 }
+
+// A loop of one iteration: its index becomes the constant lower bound (an in-place
+// kernel's load a[0, j] and store a[%i, j] then share one address for LLVM).
+// CHECK-LABEL: func.func @one_iteration
+// CHECK:         %[[LB:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[UB:.*]] = arith.constant 1 : index
+// CHECK:         scf.for %i = %[[LB]] to %[[UB]] step %{{.*}} {
+// CHECK:           %v = memref.load %a[%{{.*}}, %j] : memref<1x8xf32>
+// CHECK-NEXT:      memref.store %v, %a[%[[LB]], %j] : memref<1x8xf32>
+func.func @one_iteration(%a: memref<1x8xf32>) {
+  affine.for %i = 0 to 1 {
+    affine.for %j = 0 to 8 {
+      %v = affine.load %a[0, %j] : memref<1x8xf32>
+      affine.store %v, %a[%i, %j] : memref<1x8xf32>
+    } {qd.loop = "j"}
+  } {qd.loop = "i"}
+  func.return
+}
+
+// Two iterations (or bounds not known): the index stays.
+// CHECK-LABEL: func.func @two_iterations
+// CHECK:         scf.for %i = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      memref.store %x, %a[%i] : memref<2xf32>
+// CHECK-LABEL: func.func @step_covers_one
+// CHECK:         %[[LB:.*]] = arith.constant 0 : index
+// CHECK:         scf.for %i = %[[LB]] to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      memref.store %x, %a[%[[LB]]] : memref<5xf32>
+func.func @two_iterations(%a: memref<2xf32>, %x: f32) {
+  affine.for %i = 0 to 2 {
+    affine.store %x, %a[%i] : memref<2xf32>
+  } {qd.loop = "i"}
+  func.return
+}
+func.func @step_covers_one(%a: memref<5xf32>, %x: f32) {
+  affine.for %i = 0 to 5 step 8 {
+    affine.store %x, %a[%i] : memref<5xf32>
+  } {qd.loop = "i"}
+  func.return
+}

@@ -62,9 +62,10 @@ def _schedulers() -> dict[str, Scheduler]:
 
         if is_depthwise_kernel(s, kernel):
             return f"depthwise, {schedule_depthwise(s, kernel, threads)}"
-        if not schedule_conv(s, kernel, threads):
+        done = schedule_conv(s, kernel, threads)
+        if done is None:
             raise NotApplicable("the loops are not a conv2d nest the tile handles")
-        return "register tile of output pixels x output channels"
+        return done
 
     return {
         "matmul": schedule_matmul,

@@ -20,6 +20,20 @@ so each ``c`` step loads ``TILE_F / 16`` vectors of the weight row ``w[kh, kw, c
 independent multiply-adds (16 for the tiles below: enough to hide the FMA latency,
 and with the broadcasts and weight vectors within AVX-512's 32 registers).
 
+When the weights do not stay in L2 (over ``WEIGHTS_OUTER_BYTES``, ResNet-50's last
+stages: a 3x3 512 -> 512 holds 9.4 MB) and re-reading the input once per panel of
+``TILE_F`` output channels moves fewer bytes than re-reading the weights once per
+output row, the panels go outermost instead (``_weights_outer``)::
+
+    reorder n, f_o, oh, ow_o, kh, kw, c, ow_i, f_i     one weight panel, all pixels
+    parallel f_o                                       each thread its own panels
+
+and the tile loop is ``ow_o``. Measured (one thread, medians, interleaved, µs,
+pixels-outer -> panels-outer): 3x3 512 -> 512 on 7x7 7852 -> 3755, the same at
+stride 2 from 14x14 7465 -> 3907, 1x1 1024 -> 2048 at stride 2 7045 -> 3469, 1x1
+512 -> 2048 on 7x7 1490 -> 1372, 1x1 256 -> 1024 on 14x14 1869 -> 1717; two threads
+2330 -> 1859, 2896 -> 2098, 2156 -> 1681. ResNet-50 at one thread: 92.1 -> 76.8 ms.
+
 ``F`` a multiple of 8 but not of 16 (MobileNetV2's 24-, 40- and 56-channel
 projections, 1x1) takes the same tile on ``<8 x float>`` vectors: all ``F`` columns
 (up to 48; else the widest multiple of 8 that divides it) and the widest pixel
@@ -83,7 +97,7 @@ convolutions 40% -> 28% of it. With 2 threads the kernels of at least
 ``PARALLEL_MIN_FLOPS`` split ``oh``: 32@56x56/2 142-167 -> 32-54 us for the
 kernel, 160@14x14/1 164-202 -> 41-78 (noisy: the other core was busy).
 
-The schedule applies only to the shape it knows (``schedule_conv`` returns False
+The schedule applies only to the shape it knows (``schedule_conv`` returns None
 and changes nothing otherwise): the loops ``n, oh, ow, kh, kw, [g,] c, f``
 perfectly nested down to ``c`` (no padding test between the window and the
 channel loops: ``materialize-padding`` removes it; no init loop inside ``ow``),
@@ -141,16 +155,21 @@ MAIN = ("n", "oh", "ow", "kh", "kw", "c", "f")
 GROUPED = ("n", "oh", "ow", "kh", "kw", "g", "c", "f")
 """The main nest of a grouped one: ``c`` and ``f`` run over one group's channels."""
 
-PARALLEL_MIN_FLOPS = 2 * 128**3
-"""Below ~4 MFLOP (~20 µs on one core) waking a worker costs more than it saves."""
+WEIGHTS_OUTER_BYTES = 512 * 1024
+"""Weights up to this size stay in L2 (1 MiB here) across output rows."""
+
+PARALLEL_MIN_FLOPS = 2 * 64**3
+"""Below ~0.5 MFLOP (~5 µs on one core) waking a spinning worker (~1 µs) and
+splitting the rows costs more than it saves."""
 
 
-def schedule_conv(s: Schedule, kernel: str, threads: int) -> bool:
-    """Register-tile the NHWC convolution ``kernel`` (see the module docstring);
-    False, with nothing changed, when its loops are not the shape the tile takes."""
+def schedule_conv(s: Schedule, kernel: str, threads: int) -> str | None:
+    """Register-tile the NHWC convolution ``kernel`` (see the module docstring) and
+    say how; None, with nothing changed, when its loops are not the shape the tile
+    takes."""
     extents = _conv_extents(s, kernel)
     if extents is None:
-        return False
+        return None
     grouped = "g" in extents
     f, ow = extents["f"], extents["ow"]
     width = WIDTH if f % WIDTH == 0 else HALF
@@ -160,12 +179,24 @@ def schedule_conv(s: Schedule, kernel: str, threads: int) -> bool:
         None,
     )
     if tile is None:
-        return False
+        return None
     tile_f, tile_ow = tile
     group = ("g",) if grouped else ()
 
+    parallel = threads > 1 and 2 * math.prod(extents.values()) >= PARALLEL_MIN_FLOPS
+    threaded = ""  # the loop that runs on the threads
     s.split(kernel, "ow", tile_ow)
-    if tile_f < f:
+    weights_outer = not grouped and tile_f < f and _weights_outer(extents, tile_f)
+    if weights_outer:  # a panel of the weights stays in L2 for every pixel
+        s.split(kernel, "f", tile_f)
+        s.reorder(kernel, "n", "f_o", "oh", "ow_o", "kh", "kw", "c", "ow_i", "f_i")
+        tile_loop, vector_loop = "ow_o", "f_i"
+        if parallel and f // tile_f >= threads:  # each thread its own panels; before
+            s.parallel(
+                kernel, "f_o"
+            )  # cache_write, whose write-back parallel cannot read
+            parallel, threaded = False, "f_o"
+    elif tile_f < f:
         s.split(kernel, "f", tile_f)
         s.reorder(
             kernel, "n", "oh", "ow_o", *group, "f_o", "kh", "kw", "c", "ow_i", "f_i"
@@ -199,11 +230,35 @@ def schedule_conv(s: Schedule, kernel: str, threads: int) -> bool:
     # not unrolled here: every loop of the tile has a constant trip count, and
     # LLVM unrolls them fully and keeps the accumulators in registers itself
 
-    flops = 2 * math.prod(extents.values())
-    if threads > 1 and flops >= PARALLEL_MIN_FLOPS:
-        outer = "oh" if extents["oh"] >= threads else "n"
-        s.parallel(kernel, outer)
-    return True
+    if parallel:
+        threaded = "oh" if extents["oh"] >= threads else "n"
+        s.parallel(kernel, threaded)
+    done = "register tile of output pixels x output channels"
+    if weights_outer:
+        done += (
+            f", panels of {tile_f} output channels outermost (the weights, "
+            f"{_mib(extents)}, do not stay in L2)"
+        )
+    return f"{done}, {threaded} on {threads} threads" if threaded else done
+
+
+def _mib(extents: dict[str, int]) -> str:
+    weights = 4 * extents["kh"] * extents["kw"] * extents["c"] * extents["f"]
+    return f"{weights / 2**20:.1f} MiB"
+
+
+def _weights_outer(extents: dict[str, int], tile_f: int) -> bool:
+    """Whether the output-channel panels go outside the pixels (``n, f_o, oh,
+    ow_o, ...``): the weights do not stay in L2 (``WEIGHTS_OUTER_BYTES``) and
+    re-reading the input once per panel moves fewer bytes than re-reading the
+    weights once per output row (module docstring)."""
+    taps = extents["kh"] * extents["kw"]
+    weights = 4 * taps * extents["c"] * extents["f"]
+    if weights <= WEIGHTS_OUTER_BYTES:
+        return False
+    # the input a 1x1 convolution reads (a 3x3 at stride 1: about that)
+    inputs = 4 * extents["oh"] * extents["ow"] * extents["c"]
+    return inputs * (extents["f"] // tile_f) < weights * extents["oh"]
 
 
 def _half_tiles(f: int) -> list[tuple[int, int]]:

@@ -45,8 +45,10 @@ the noise or slower (144@56x56/1: 728 us, 192@28x28/1: 121 us), and so were
 channel blocks of 32, 48 or 64 instead of 16 (192@28x28/1: 61 us with 16, 153,
 105, 124). For scale, ONNX Runtime's kernel on this machine: 144@56x56/1 278 us,
 32@112x112/1 227 us, 960@7x7/1 59 us. With threads, the outermost of ``n, cb, oh``
-with at least as many iterations as threads is split when the output reaches
-``loops.PARALLEL_MIN_ELEMENTS`` (not measured apart: two loaded cores).
+with at least as many iterations as threads is split when the output times the
+taps reaches ``loops.PARALLEL_MIN_ELEMENTS`` (a tap, a multiply-add, counted as
+an element of an elementwise kernel: EfficientNet's 5x5 144@16x16/2, 37K
+outputs, had stayed on one thread at ~65 us).
 
 The schedule applies when the kernel has the depthwise nest and ``C`` is a
 multiple of 16; otherwise it raises ``NotApplicable`` with the reason and the
@@ -95,8 +97,10 @@ def schedule_depthwise(s: Schedule, kernel: str, threads: int) -> str:
             f"{channels} channels are not a multiple of {WIDTH}: left to LLVM's "
             "vectorizer (no scalar tail after every tap)"
         )
+    taps = (extents.get("kh") or 1) * (extents.get("kw") or 1)
     try:  # first: the parallel pass proves the lowered nest's writes disjoint
-        parallel = parallel_outer(s, kernel, threads, ["n", "cb", "oh"], ow * channels)
+        work = ow * channels * taps  # a tap: one multiply-add per output element
+        parallel = parallel_outer(s, kernel, threads, ["n", "cb", "oh"], work)
     except NotApplicable:
         parallel = ""
     for nest in _side_nests(s, kernel):

@@ -14,11 +14,14 @@ The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0), ``[b..], i, k, j`
     peel j_o                               when TILE_J does not divide N: the last
                                            panel, N mod TILE_J columns, in j_o_p,
                                            whose tiles get the steps below first
-    parallel b0 (or j_o)                   when threads > 1 and the work pays: a
-                                           batch of matmuls that shares out evenly
-                                           over the threads (attention's heads) by
-                                           whole matmuls, else the panels of each
-                                           when there are two full ones or more
+    parallel b0 (or j_o)                   when threads > 1 and the work pays
+                                           (``PARALLEL_MIN_FLOPS``): a batch of
+                                           matmuls that shares out evenly over the
+                                           threads (attention's heads; the
+                                           outermost batch loop of more than one
+                                           iteration) by whole matmuls, else the
+                                           panels of each when there are two full
+                                           ones or more
     peel i_o                               when TILE_I does not divide M: the last
                                            tile, M mod TILE_I rows, in i_o_t
     cache_write at i_o (and i_o_t)         the TILE_I x TILE_J tile of C in a local
@@ -86,8 +89,12 @@ whatever the schedule, and a 1 x 32 tile has two accumulators, each fma waiting
 on the one before. ``k`` is split by 4 (2 when 4 does not divide K, not at all when
 2 does not) and its iterations unrolled inside ``j`` on vectors
 (``C[j] += A[k] * B[k, j] + ... + A[k+3] * B[k+3, j]``): four rows of B stream at
-once and C is loaded and stored a quarter as often. No parallel loop: 1x1280 @
-1280x1000 measured 68 µs, against 77 for the naive loops and 89 for a 1 x 32 tile.
+once and C is loaded and stored a quarter as often: 1x1280 @ 1280x1000 measured
+68 µs, against 77 for the naive loops and 89 for a 1 x 32 tile. With threads, when
+they divide N and B has ``GEMV_PARALLEL_MIN_ELEMENTS`` or more, ``j`` is split into
+that many equal parts (``j_o`` parallel, outside ``k``): each core streams its own
+columns of B, which a GEMV reads from memory once per call (two threads, medians:
+1x1280 @ 1280x1000 82 -> 57 µs, 1x2048 @ 2048x1000 314 -> 153).
 M = 1 with N a multiple of 16 still gets the 1 x 32 tile
 (``tests/compiler/targets/cpu/test_matmul_peel.py`` checks it), although the GEMV
 measured 1.2 to 3x faster there too (1x1280 @ 1280x1024: 91 against 252 µs).
@@ -110,11 +117,20 @@ threads (``parallel j_o``), over two runs: after/PyTorch 1.0 (197x64 @ (197x64)^
 µs). 49x32 @ (49x32)^T is 2.5 µs in its kernel (22.9 naive): the rest of its 9.6 µs
 is the call (PyTorch's whole call is 4).
 
+Threads pay from ``PARALLEL_MIN_FLOPS`` = 2 x 64^3 on (~5 µs on one core): within a
+call, libgomp's workers spin between parallel loops, so a fork costs about a
+microsecond. Swin (two threads, one process, interleaved calls, medians) with the
+threshold at 2 x 128^3 and at 2 x 64^3: 2.48 -> 2.12 ms (its 49 x 192 x 192
+projections and 4 windows x 4 heads of 49 x 24 x 49 went parallel); ViT 5.38 ->
+5.37.
+
 A kernel too small to be worth tiling keeps its loops (LLVM vectorizes them as they
 are); the reason goes to ``stats``.
 """
 
 from __future__ import annotations
+
+import math
 
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
@@ -143,8 +159,12 @@ PACK_MAX_ELEMENTS = 1 << 18
 MIN_FLOPS = 2 * 32**3
 """Below this (a 32 x 32 x 32 matmul, under a microsecond), tiling is not worth
 its compile time."""
-PARALLEL_MIN_FLOPS = 2 * 128**3
-"""A 128^3 matmul takes ~20 µs on one core: enough to pay for waking a worker."""
+PARALLEL_MIN_FLOPS = 2 * 64**3
+"""A 64^3 matmul takes ~5 µs on one core; waking a spinning worker ~1 µs (module
+docstring)."""
+GEMV_PARALLEL_MIN_ELEMENTS = 1 << 16
+"""A GEMV reads B once, like an elementwise kernel: split from 2^16 elements of B
+(``loops.PARALLEL_MIN_ELEMENTS``)."""
 
 
 def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
@@ -164,7 +184,7 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         raise NotApplicable(f"{m}x{k}x{n} is too small to tile")
     rhs, rows_contiguous = _rhs(s, kernel)
     if m == 1 and n % WIDTH and rows_contiguous:
-        return _schedule_gemv(s, kernel, k)
+        return _schedule_gemv(s, kernel, k, n, threads)
     # 32-column panels; 16 when N is an odd multiple of 16, or ragged and under 32
     # (one full panel and a peeled last one)
     tile_j = WIDTH if n % TILE_J and (n % WIDTH == 0 or n < TILE_J) else TILE_J
@@ -194,10 +214,20 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         s.peel(kernel, "j_o", PANEL)
         _register_tiles(s, kernel, PANEL, rows, cols)
         done.append(f"the last {cols} columns in a peeled panel (j_o{PANEL})")
-    batch = extents.get("b0")  # the outer batch loop of a batched matmul
-    if threads > 1 and batch is not None and _batch_parallel(batch, flops, threads):
-        s.parallel(kernel, "b0")  # whole matmuls per thread: one fork for all
-        done.append(f"b0 ({batch} matmuls) on {threads} threads")
+    batch_loops = [name for name in loops if name[:1] == "b" and name[1:].isdigit()]
+    matmuls = math.prod(extents[name] or 1 for name in batch_loops)  # Swin: 4 x 4
+    # the outermost batch loop of more than one iteration (Swin's last stage: 1 x 8)
+    outer = next((b for b in batch_loops if (extents[b] or 0) > 1), None)
+    batch = extents[outer] if outer is not None else None
+    if (
+        threads > 1
+        and outer is not None
+        and batch is not None
+        and _batch_parallel(batch, matmuls * flops, threads)
+    ):
+        s.parallel(kernel, outer)  # whole matmuls per thread: one fork for all
+        each = f" of {matmuls // batch}" if matmuls > batch else ""
+        done.append(f"{outer} ({batch}{each} matmuls) on {threads} threads")
     elif threads > 1 and flops >= PARALLEL_MIN_FLOPS and n // tile_j > 1:
         s.parallel(kernel, "j_o")
         done.append(f"j_o on {threads} threads")
@@ -209,11 +239,11 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
 
 
 def _batch_parallel(batch: int, flops: int, threads: int) -> bool:
-    """Whether the outer batch loop of ``batch`` matmuls of ``flops`` each goes
-    parallel: the work pays, and the matmuls share out evenly (a multiple of the
-    threads, or at least four per thread)."""
+    """Whether the outer batch loop (``batch`` iterations) of a batch of ``flops``
+    in all goes parallel: the work pays, and the iterations share out evenly (a
+    multiple of the threads, or at least four per thread)."""
     even = batch % threads == 0 or batch >= 4 * threads
-    return even and batch * flops >= PARALLEL_MIN_FLOPS
+    return even and flops >= PARALLEL_MIN_FLOPS
 
 
 def _register_tiles(s: Schedule, kernel: str, panel: str, rows: int, cols: int) -> None:
@@ -264,16 +294,30 @@ def _copy_loops(s: Schedule, kernel: str, prefix: str) -> list[str]:
     return [f"{prefix}{d}" for d in sorted(int(d) for d in dims if d.isdigit())]
 
 
-def _schedule_gemv(s: Schedule, kernel: str, k: int) -> str:
+def _schedule_gemv(s: Schedule, kernel: str, k: int, n: int, threads: int) -> str:
     """One row: ``C[j] += A[k] * B[k, j]`` with j on vectors and k unrolled by
-    the first of ``GEMV_UNROLL`` that divides K (module docstring)."""
+    the first of ``GEMV_UNROLL`` that divides K; with threads, j in as many
+    equal parts when they divide N and B is large enough (module docstring)."""
     unroll = next((u for u in GEMV_UNROLL if k % u == 0), 1)
+    parts = threads if threads > 1 and n % threads == 0 else 1
+    if k * n < GEMV_PARALLEL_MIN_ELEMENTS:
+        parts = 1
+    j = "j"
+    if parts > 1:
+        s.split(kernel, "j", n // parts)
+        j = "j_i"
     if unroll > 1:
         s.split(kernel, "k", unroll)
-        s.reorder(kernel, "k_o", "j", "k_i")
+        s.reorder(kernel, *(["j_o"] if parts > 1 else []), "k_o", j, "k_i")
         s.unroll(kernel, "k_i", 0)
-    s.vectorize(kernel, "j", WIDTH)
-    return f"one row (GEMV): j on vectors, k unrolled by {unroll}"
+    elif parts > 1:
+        s.reorder(kernel, "j_o", "k", j)
+    done = f"one row (GEMV): j on vectors, k unrolled by {unroll}"
+    if parts > 1:  # before vectorize: parallel's check does not know vectors
+        s.parallel(kernel, "j_o")
+        done += f", j in {parts} parts of {n // parts} columns on {threads} threads"
+    s.vectorize(kernel, j, WIDTH)
+    return done
 
 
 def _rhs(s: Schedule, kernel: str) -> tuple[str | None, bool]:
