@@ -238,6 +238,26 @@ def test_input_transposed_from_nhwc_cancels() -> None:
     assert transposes(after) == 1  # only the one back to NCHW
 
 
+def test_permute_back_to_channels_last_reads_the_chain() -> None:
+    """ConvNeXt's stem: conv, then the model's own permute to NHWC and a layer norm
+    over the channels. The norm reads the chain's NHWC result: no copy back to
+    NCHW, no transpose left but the input's."""
+    w, b = rand(16, 3, 2, 2), rand(16)
+
+    def build(g: Graph, x: Value) -> Value:
+        y = g.transpose(g.conv2d(x, w, b, strides=2), (0, 2, 3, 1))
+        mean = g.reduce_mean(y, axes=[3], keepdims=True)
+        return g.relu(y - mean)
+
+    def reference(x: Any) -> Any:
+        y = F.conv2d(x, torch.from_numpy(w), torch.from_numpy(b), 2).permute(0, 2, 3, 1)
+        return torch.relu(y - y.mean(dim=3, keepdim=True))
+
+    after = check(build, {"x": rand(1, 3, 8, 8)}, reference)
+    assert transposes(after) == 1  # the input's, to NHWC
+    assert not any(isinstance(op, tg.ContiguousOp) for op in after.walk()), after
+
+
 # --- pooled [1, C, 1, 1] feature maps (issue 11) -------------------------------------
 # After a global average pool at batch 1 a feature map has the shape of a per-channel
 # bias. The pass used to view it to [C] as if it were one, and built a conv2d (NHWC)

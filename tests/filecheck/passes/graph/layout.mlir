@@ -203,3 +203,43 @@ func.func @already_nhwc(%x: tensor<1x4x4x8xf32>, %w: tensor<1x1x8x8xf32>) -> ten
   %z = tg.conv2d %r, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x8xf32>, tensor<1x1x8x8xf32>) -> tensor<1x4x4x8xf32>
   func.return %z : tensor<1x4x4x8xf32>
 }
+
+// The model's own permute back to channels-last after a chain (ConvNeXt's and
+// Swin's convolutions before a layer norm over the channels), read only by tg
+// compute ops: they read the chain's NHWC value itself, no NCHW copy, no view.
+// CHECK-LABEL: func.func @permute_back
+// CHECK:         %y_nhwc = tg.conv2d
+// CHECK-NEXT:    %m = tg.reduce_mean %y_nhwc axes = [3] keepdims : tensor<1x4x4x16xf32> -> tensor<1x4x4x1xf32>
+// CHECK-NEXT:    func.return %m
+func.func @permute_back(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> tensor<1x4x4x1xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %t = tg.transpose %y perm = [0, 2, 3, 1] : tensor<1x16x4x4xf32> -> tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>
+  %m = tg.reduce_mean %t axes = [3] keepdims : tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>> -> tensor<1x4x4x1xf32>
+  func.return %m : tensor<1x4x4x1xf32>
+}
+
+// Must not fire: the permute's result is returned and reshaped (types that
+// depend on its layout): it stays, over the row-major NCHW copy.
+// CHECK-LABEL: func.func @permute_back_read_by_a_view
+// CHECK:         %y = tg.transpose %y_nhwc perm = [0, 3, 1, 2]
+// CHECK-NEXT:    %y_1 = tg.contiguous %y
+// CHECK-NEXT:    %t = tg.transpose %y_1 perm = [0, 2, 3, 1] : tensor<1x16x4x4xf32> -> tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>
+// CHECK-NEXT:    %r = tg.reshape %t
+// CHECK-NEXT:    func.return %r, %t
+func.func @permute_back_read_by_a_view(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> (tensor<1x256xf32>, tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %t = tg.transpose %y perm = [0, 2, 3, 1] : tensor<1x16x4x4xf32> -> tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>
+  %r = tg.reshape %t : tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>> -> tensor<1x256xf32>
+  func.return %r, %t : tensor<1x256xf32>, tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>
+}
+
+// Must not fire: another permutation is not the chain's NHWC value.
+// CHECK-LABEL: func.func @other_permute
+// CHECK:         %t = tg.transpose %y_1 perm = [0, 3, 2, 1]
+// CHECK-NEXT:    %m = tg.reduce_mean %t
+func.func @other_permute(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> tensor<1x4x4x1xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %t = tg.transpose %y perm = [0, 3, 2, 1] : tensor<1x16x4x4xf32> -> tensor<1x4x4x16xf32, strided<[256, 1, 4, 16]>>
+  %m = tg.reduce_mean %t axes = [3] keepdims : tensor<1x4x4x16xf32, strided<[256, 1, 4, 16]>> -> tensor<1x4x4x1xf32>
+  func.return %m : tensor<1x4x4x1xf32>
+}
