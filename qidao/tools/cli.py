@@ -76,7 +76,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
-    from qidao.tools.examples import EXAMPLES
+    from qidao.tools.examples import EXAMPLES, matmul_example
 
     if args.inputs:
         data = np.load(args.inputs)
@@ -90,6 +90,9 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
     rng = np.random.default_rng(args.seed)
     if args.model in EXAMPLES:
         return EXAMPLES[args.model].inputs(rng)
+    matmul = matmul_example(args.model) if not Path(args.model).exists() else None
+    if matmul is not None:
+        return matmul.inputs(rng)
     return [rng.standard_normal(s.shape).astype(s.dtype) for s in compiled.inputs]
 
 
@@ -131,15 +134,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from qidao.tools.bench import BACKENDS, check_backend, format_table, run_bench
-    from qidao.tools.examples import EXAMPLES
+    from qidao.tools.examples import EXAMPLES, matmul_example
 
     if "ladder" in args.workloads:  # the special workload: the schedule ladder
         return cmd_bench_ladder(args)
-    unknown = [w for w in args.workloads if w not in EXAMPLES]
+    unknown = [
+        w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
+    ]
     if unknown:
         raise ValueError(
             f"unknown workload(s) {', '.join(unknown)}; the workloads are: "
-            f"{', '.join(EXAMPLES)}"
+            f"{', '.join(EXAMPLES)}, and matmulMxKxN of any shape"
         )
     for backend in args.backends or ():
         check_backend(backend)

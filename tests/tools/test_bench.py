@@ -118,3 +118,37 @@ def test_row_workloads_agree_with_torch_and_qidao(name: str) -> None:
     np.testing.assert_allclose(got_torch, want, rtol=1e-4, atol=1e-5)
     (got,) = qidao.compile(example.build())(x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_matmul_of_any_shape_is_a_workload(tmp_path: Path) -> None:
+    """``matmulMxKxN``: qidao, NumPy and ONNX Runtime (from an ONNX file written for
+    the shape) each checked against the float64 product, GFLOP/s from 2*M*K*N."""
+    pytest.importorskip("onnxruntime")
+    example = get_example("matmul3x20x7")
+    assert example.flops_per_call == 2 * 3 * 20 * 7
+    x, w = example.inputs(np.random.default_rng(0))
+    assert (x.shape, w.shape) == ((3, 20), (20, 7))
+    np.testing.assert_allclose(example.reference(x, w)[0], x @ w, rtol=1e-5, atol=1e-5)
+    results = run_bench(
+        ["matmul3x20x7"],
+        ("qidao", "numpy", "onnxruntime"),
+        min_time=0.01,
+        max_runs=20,
+        csv_path=tmp_path / "bench.csv",
+        progress=False,
+    )
+    assert [r.backend for r in results] == ["qidao", "numpy", "onnxruntime"]
+    assert all(not r.error and r.gflop_per_s is not None for r in results), results
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("matmul0x4x4", "M, K and N must be at least 1"),
+        ("matmul70000x70000x1", "at most 268435456 elements"),
+        ("matmul4x4", "unknown built-in model 'matmul4x4'"),
+    ],
+)
+def test_a_bad_matmul_workload_says_why(name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        get_example(name)

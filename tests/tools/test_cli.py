@@ -92,6 +92,21 @@ def test_run_with_npz_inputs(
     assert "[[7.]]" in capsys.readouterr().out
 
 
+def test_run_a_matmul_of_any_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``matmulMxKxN`` is a model for compile, run and profile too."""
+    inputs = tmp_path / "in.npz"
+    x, w = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((3, 4), np.float32)
+    np.savez(inputs, x=x, w=w)
+    out = tmp_path / "out.npz"
+    argv = ["run", "matmul2x3x4", "--inputs", str(inputs), "--save", str(out)]
+    assert main(argv) == 0
+    np.testing.assert_array_equal(np.load(out)["output0"], x @ w)
+    assert main(["compile", "matmul2x3x4", "--emit", "tg"]) == 0
+    assert "tg.matmul" in capsys.readouterr().out
+
+
 def test_tour_prints_every_level_and_seven(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tour", "--no-bench"]) == 0
     out = capsys.readouterr().out

@@ -95,6 +95,9 @@ Rules:
   depend on their operands' layout); before, they read a strided view of an NCHW
   copy (the copy, and a layer norm whose rows were not contiguous and stayed
   scalar loops: ConvNeXt's 3 such layer norms took 234 µs).
+- Likewise an output flattened to tokens, ``transpose(reshape(v, [N, C, H*W]),
+  [0, 2, 1])`` (Swin's patch embedding), read only by tg compute ops: they read
+  ``reshape(nhwc, [N, H*W, C])``, a view of the chain's row-major result.
 - A boundary transpose that meets an earlier transpose the other way
   (``transpose(transpose(y, [0, 3, 1, 2]), [0, 2, 3, 1])``, e.g. a model that
   transposed its NHWC input to NCHW) cancels with ``simplify``'s
@@ -310,6 +313,19 @@ class _BlockRewrite:
                 user.operands[use.index] = back.result
                 self.maybe_dead.extend((user, back))  # erased in that order
                 continue
+            tokens = _tokens_last(user)
+            if tokens is not None:  # flatten(2) then transpose: Swin's patches
+                flat = tg.ReshapeOp(new, shape_of(tokens.result.type))
+                self.block.insert_op_after(flat, producer)
+                flat.result.name_hint = tokens.result.name_hint
+                tokens.result.replace_all_uses_with(flat.result)
+                tokens.detach()
+                tokens.erase()
+                user.operands[use.index] = back.result
+                user.detach()
+                user.erase()
+                self.maybe_dead.append(back)
+                continue
             value: SSAValue = back.result
             if isinstance(user, _LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
                 if copy is None:
@@ -352,6 +368,29 @@ def _back_to_nhwc(user: Operation) -> bool:
         and use.operation.dialect_name() == "tg"
         for use in user.result.uses
     )
+
+
+def _tokens_last(user: Operation) -> tg.TransposeOp | None:
+    """When ``user`` flattens a chain output's spatial dims (``reshape [N, C, H,
+    W] -> [N, C, H*W]``) for one ``transpose [0, 2, 1]`` only tg compute ops read
+    (Swin's and ViT-style patch embeddings): that transpose, which is the chain's
+    NHWC value reshaped to ``[N, H*W, C]``; else None."""
+    if not isinstance(user, tg.ReshapeOp) or user.result.uses.get_length() != 1:
+        return None
+    n, c, h, w = shape_of(user.input.type)
+    if shape_of(user.result.type) != (n, c, h * w):
+        return None
+    (use,) = list(user.result.uses)
+    tokens = use.operation
+    if not isinstance(tokens, tg.TransposeOp) or ints(tokens.perm) != (0, 2, 1):
+        return None
+    if all(
+        not isinstance(u.operation, _LAYOUT_DEPENDENT)
+        and u.operation.dialect_name() == "tg"
+        for u in tokens.result.uses
+    ):
+        return tokens
+    return None
 
 
 def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:

@@ -15,10 +15,17 @@ from typing import Any
 
 from qidao.tools.examples.base import Example
 from qidao.tools.examples.basic import BASIC_EXAMPLES, chain_graph
-from qidao.tools.examples.dense import DENSE_EXAMPLES
+from qidao.tools.examples.dense import DENSE_EXAMPLES, matmul_example
 from qidao.tools.examples.models import MODEL_EXAMPLES
 
-__all__ = ["EXAMPLES", "Example", "chain_graph", "get_example", "model_argument"]
+__all__ = [
+    "EXAMPLES",
+    "Example",
+    "chain_graph",
+    "get_example",
+    "matmul_example",
+    "model_argument",
+]
 
 EXAMPLES: dict[str, Example] = {
     e.name: e for e in (*BASIC_EXAMPLES, *DENSE_EXAMPLES, *MODEL_EXAMPLES)
@@ -28,11 +35,16 @@ them."""
 
 
 def get_example(name: str) -> Example:
-    if name not in EXAMPLES:
+    """A built-in model by name, or a ``matmulMxKxN`` of any shape."""
+    if name in EXAMPLES:
+        return EXAMPLES[name]
+    example = matmul_example(name)
+    if example is None:
         raise ValueError(
-            f"unknown built-in model '{name}'; choose from {', '.join(EXAMPLES)}"
+            f"unknown built-in model '{name}'; choose from {', '.join(EXAMPLES)}, "
+            "or matmulMxKxN (any shape, e.g. matmul128x768x3072)"
         )
-    return EXAMPLES[name]
+    return example
 
 
 def model_argument(model: str) -> Any:
@@ -40,9 +52,12 @@ def model_argument(model: str) -> Any:
     model file (which must exist)."""
     if model in EXAMPLES:
         return EXAMPLES[model].build()
+    matmul = matmul_example(model)
+    if matmul is not None and not Path(model).exists():
+        return matmul.build()
     if not Path(model).exists():
         raise SystemExit(
             f"qidao: '{model}' is neither a file nor a built-in model "
-            f"({', '.join(EXAMPLES)})"
+            f"({', '.join(EXAMPLES)}, matmulMxKxN)"
         )
     return model

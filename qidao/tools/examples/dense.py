@@ -1,6 +1,8 @@
 """Built-in compute-bound models: issue 4's speed targets.
 
-matmul N x N (``matmul1024``, ``matmul2048``), the fused GEMM + bias + ReLU at 512
+matmul N x N (``matmul1024``, ``matmul2048``) and of any shape, ``matmulMxKxN`` (an
+M x K by K x N product, B a graph input like A: ``matmul128x768x3072``, also as an
+ONNX file for the ``onnxruntime`` backend), the fused GEMM + bias + ReLU at 512
 (``gemm512``) and a ResNet 3 x 3 convolution, 64 -> 64 channels at 56 x 56, batch 1,
 padding 1 (``conv3x3``). Each states its FLOPs per call (a multiply-add counts as
 two), from which ``qidao bench`` reports GFLOP/s; the matmuls have a NumPy version
@@ -10,6 +12,10 @@ two), from which ``qidao bench`` reports GFLOP/s; the matmuls have a NumPy versi
 from __future__ import annotations
 
 import functools
+import os
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,19 +26,79 @@ from qidao.tools.examples.base import Arrays, Example
 CONV_C, CONV_HW = 64, 56
 
 
-def _matmul_graph(n: int) -> Graph:
+MATMUL_SHAPE = re.compile(r"matmul(\d+)x(\d+)x(\d+)")
+"""A workload name ``matmulMxKxN``."""
+MAX_MATMUL_ELEMENTS = 1 << 28
+"""The largest operand a ``matmulMxKxN`` workload may ask for (1 GiB of float32)."""
+
+
+def _matmul_graph(m: int, k: int | None = None, n: int | None = None) -> Graph:
+    k, n = k or m, n or m
     g = Graph("main")
-    x = g.input("x", (n, n))
-    w = g.input("w", (n, n))
+    x = g.input("x", (m, k))
+    w = g.input("w", (k, n))
     g.output(x @ w)
     return g
 
 
-def _matmul_inputs(n: int, rng: np.random.Generator) -> Arrays:
+def _matmul_inputs(
+    m: int, rng: np.random.Generator, k: int | None = None, n: int | None = None
+) -> Arrays:
+    k, n = k or m, n or m
     return [
-        rng.standard_normal((n, n), dtype=np.float32),
-        rng.standard_normal((n, n), dtype=np.float32),
+        rng.standard_normal((m, k), dtype=np.float32),
+        rng.standard_normal((k, n), dtype=np.float32),
     ]
+
+
+def _matmul_onnx(m: int, k: int, n: int) -> Path:
+    """``Y = MatMul(x, w)`` as an ONNX file in the temp dir (written once)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    path = Path(tempfile.gettempdir()) / "qidao-models" / f"matmul{m}x{k}x{n}.onnx"
+    if not path.exists():
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"])],
+            f"matmul{m}x{k}x{n}",
+            [
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k]),
+                helper.make_tensor_value_info("w", TensorProto.FLOAT, [k, n]),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        onnx.save(model, str(partial))
+        partial.replace(path)  # atomic: a concurrent reader sees all or nothing
+    return path
+
+
+def matmul_example(name: str) -> Example | None:
+    """The workload ``matmulMxKxN`` (None for any other name); raises for a size
+    of zero or an operand over ``MAX_MATMUL_ELEMENTS``."""
+    match = MATMUL_SHAPE.fullmatch(name)
+    if match is None:
+        return None
+    m, k, n = (int(d) for d in match.groups())
+    if min(m, k, n) < 1 or max(m * k, k * n, m * n) > MAX_MATMUL_ELEMENTS:
+        raise ValueError(
+            f"workload '{name}': M, K and N must be at least 1 and each operand at "
+            f"most {MAX_MATMUL_ELEMENTS} elements, got {m}x{k} @ {k}x{n}"
+        )
+    return Example(
+        name,
+        f"x @ w, {m}x{k} @ {k}x{n} float32 (the default schedule)",
+        functools.partial(_matmul_graph, m, k, n),
+        lambda rng: _matmul_inputs(m, rng, k, n),
+        _matmul_reference,
+        _matmul_torch,
+        numpy_fn=_matmul_numpy,
+        flops_per_call=2 * m * k * n,
+        tolerance=(1e-3, 1e-3 * k**0.5),
+        onnx_path=functools.partial(_matmul_onnx, m, k, n),
+    )
 
 
 def _matmul_reference(x: Any, w: Any) -> Arrays:

@@ -258,6 +258,26 @@ def test_permute_back_to_channels_last_reads_the_chain() -> None:
     assert not any(isinstance(op, tg.ContiguousOp) for op in after.walk()), after
 
 
+def test_patches_flattened_to_tokens_read_the_chain() -> None:
+    """Swin's patch embedding: conv, flatten(2), transpose(1, 2), then a norm over
+    the channels: the tokens are a view of the chain's NHWC result."""
+    w, b = rand(16, 3, 2, 2), rand(16)
+
+    def build(g: Graph, x: Value) -> Value:
+        y = g.conv2d(x, w, b, strides=2)
+        tokens = g.transpose(g.reshape(y, (1, 16, 16)), (0, 2, 1))
+        return g.relu(tokens - g.reduce_mean(tokens, axes=[2], keepdims=True))
+
+    def reference(x: Any) -> Any:
+        y = F.conv2d(x, torch.from_numpy(w), torch.from_numpy(b), 2)
+        tokens = y.flatten(2).transpose(1, 2)
+        return torch.relu(tokens - tokens.mean(dim=2, keepdim=True))
+
+    after = check(build, {"x": rand(1, 3, 8, 8)}, reference)
+    assert transposes(after) == 1  # the input's, to NHWC
+    assert not any(isinstance(op, tg.ContiguousOp) for op in after.walk()), after
+
+
 # --- pooled [1, C, 1, 1] feature maps (issue 11) -------------------------------------
 # After a global average pool at batch 1 a feature map has the shape of a per-channel
 # bias. The pass used to view it to [C] as if it were one, and built a conv2d (NHWC)

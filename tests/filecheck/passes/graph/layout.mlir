@@ -243,3 +243,30 @@ func.func @other_permute(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) ->
   %m = tg.reduce_mean %t axes = [3] keepdims : tensor<1x4x4x16xf32, strided<[256, 1, 4, 16]>> -> tensor<1x4x4x1xf32>
   func.return %m : tensor<1x4x4x1xf32>
 }
+
+// A chain output flattened to tokens (Swin's patch embedding: flatten(2), then
+// transpose(1, 2)), read only by tg compute ops: a view of the NHWC result.
+// CHECK-LABEL: func.func @patches_to_tokens
+// CHECK:         %y_nhwc = tg.conv2d
+// CHECK-NEXT:    %t = tg.reshape %y_nhwc : tensor<1x4x4x16xf32> -> tensor<1x16x16xf32>
+// CHECK-NEXT:    %m = tg.reduce_mean %t axes = [2] keepdims : tensor<1x16x16xf32> -> tensor<1x16x1xf32>
+// CHECK-NEXT:    func.return %m
+func.func @patches_to_tokens(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> tensor<1x16x1xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %f = tg.reshape %y : tensor<1x16x4x4xf32> -> tensor<1x16x16xf32>
+  %t = tg.transpose %f perm = [0, 2, 1] : tensor<1x16x16xf32> -> tensor<1x16x16xf32, strided<[256, 1, 16]>>
+  %m = tg.reduce_mean %t axes = [2] keepdims : tensor<1x16x16xf32, strided<[256, 1, 16]>> -> tensor<1x16x1xf32>
+  func.return %m : tensor<1x16x1xf32>
+}
+
+// Must not fire: the flattened output is used as it is as well.
+// CHECK-LABEL: func.func @patches_used_twice
+// CHECK:         %f = tg.reshape %y_1
+// CHECK-NEXT:    %t = tg.transpose %f perm = [0, 2, 1]
+func.func @patches_used_twice(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> (tensor<1x16x1xf32>, tensor<1x16x16xf32>) {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %f = tg.reshape %y : tensor<1x16x4x4xf32> -> tensor<1x16x16xf32>
+  %t = tg.transpose %f perm = [0, 2, 1] : tensor<1x16x16xf32> -> tensor<1x16x16xf32, strided<[256, 1, 16]>>
+  %m = tg.reduce_mean %t axes = [2] keepdims : tensor<1x16x16xf32, strided<[256, 1, 16]>> -> tensor<1x16x1xf32>
+  func.return %m, %f : tensor<1x16x1xf32>, tensor<1x16x16xf32>
+}
