@@ -237,14 +237,14 @@ def schedule_conv(s: Schedule, kernel: str, threads: int) -> str | None:
     if weights_outer:
         done += (
             f", panels of {tile_f} output channels outermost (the weights, "
-            f"{_mib(extents)}, do not stay in L2)"
+            f"{_weight_bytes(extents) / 2**20:.1f} MiB, do not stay in L2)"
         )
     return f"{done}, {threaded} on {threads} threads" if threaded else done
 
 
-def _mib(extents: dict[str, int]) -> str:
-    weights = 4 * extents["kh"] * extents["kw"] * extents["c"] * extents["f"]
-    return f"{weights / 2**20:.1f} MiB"
+def _weight_bytes(extents: dict[str, int]) -> int:
+    """The bytes of the weights one convolution (one group's, when grouped) reads."""
+    return 4 * extents["kh"] * extents["kw"] * extents["c"] * extents["f"]
 
 
 def _weights_outer(extents: dict[str, int], tile_f: int) -> bool:
@@ -252,8 +252,7 @@ def _weights_outer(extents: dict[str, int], tile_f: int) -> bool:
     ow_o, ...``): the weights do not stay in L2 (``WEIGHTS_OUTER_BYTES``) and
     re-reading the input once per panel moves fewer bytes than re-reading the
     weights once per output row (module docstring)."""
-    taps = extents["kh"] * extents["kw"]
-    weights = 4 * taps * extents["c"] * extents["f"]
+    weights = _weight_bytes(extents)
     if weights <= WEIGHTS_OUTER_BYTES:
         return False
     # the input a 1x1 convolution reads (a 3x3 at stride 1: about that)
