@@ -254,8 +254,10 @@ def _relu6(cv: FxValues, x: Arg) -> Value:
 
 @converter(aten.leaky_relu.default)
 def _leaky_relu(cv: FxValues, x: Arg, negative_slope: float = 0.01) -> Value:
+    # PyTorch's ``x > 0 ? x : x * slope``: a product with an infinite slope is
+    # never added to x's own branch (``relu(x) - slope * relu(-x)`` gave NaN for x > 0)
     v = cv.tensor(x)
-    return cv.g.relu(v) - negative_slope * cv.g.relu(cv.g.neg(v))
+    return cv.g.where(cv.g.greater(v, 0.0), v, v * negative_slope)
 
 
 def _check_clamp(*args: Any, **kwargs: Any) -> str | None:

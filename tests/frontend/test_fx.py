@@ -363,6 +363,16 @@ def test_exact_gelu_compiles_through_erf() -> None:
     assert_matches(compiled(x), model(x))
 
 
+@pytest.mark.parametrize("slope", [float("inf"), float("-inf"), float("nan")])
+def test_leaky_relu_with_an_infinite_or_nan_slope_matches_pytorch(slope: float) -> None:
+    """PyTorch's ``x > 0 ? x : x * slope``: x for x > 0 whatever the slope (the old
+    ``relu(x) - slope * relu(-x)`` gave ``0 * inf`` = NaN there)."""
+    model = nn.LeakyReLU(slope)
+    x = torch.tensor([[3.0, 1e-7, 0.0, -0.0, -1e-7, -2.0, float("inf"), float("nan")]])
+    compiled = qidao.compile(model, example_inputs=(x,), strict=True)
+    torch.testing.assert_close(compiled(x), model(x), equal_nan=True)
+
+
 class Rotary(nn.Module):
     """LLaMA's rotary position embedding: cos and sin of position * frequency."""
 

@@ -55,18 +55,20 @@ def _abs(g: Graph, x: Value) -> Value:
 @converter("LeakyRelu")
 def _leaky_relu(im: Importer, node: Node) -> list[Value | Array]:
     """``x if x >= 0 else alpha * x`` (alpha default 0.01) as
-    ``relu(x) + alpha * min(x, 0)``: one of the two terms is a zero."""
+    ``where(x < 0, x * alpha, x)``: with an infinite or NaN alpha, x >= 0 still
+    gives x (the spec and ONNX Runtime; ``relu(x) + min(x, 0) * alpha`` gave
+    ``0 * inf`` = NaN there)."""
     g, x = im.graph, im.input(node, 0)
     alpha = _float(node, "alpha", 0.01)
-    return [g.relu(x) + g.minimum(x, 0.0) * alpha]
+    return [g.where(g.less(x, 0.0), x * alpha, x)]
 
 
 @converter("PRelu")
 def _prelu(im: Importer, node: Node) -> list[Value | Array]:
     """``x if x >= 0 else slope * x``, ``slope`` broadcasting to ``x`` (since opset 7),
-    as ``relu(x) + slope * min(x, 0)``."""
+    as ``where(x < 0, x * slope, x)`` (an infinite or NaN slope: see LeakyRelu)."""
     g, x, slope = im.graph, im.input(node, 0), im.input(node, 1)
-    return [g.relu(x) + g.minimum(x, 0.0) * slope]
+    return [g.where(g.less(x, 0.0), x * slope, x)]
 
 
 @converter("HardSigmoid")

@@ -156,6 +156,31 @@ def test_prelu_slope_broadcasts() -> None:
     check(model, x=_special().reshape(4, 6), slope=slope)
 
 
+@pytest.mark.parametrize("slope", [np.inf, -np.inf, np.nan])
+def test_infinite_or_nan_slope_keeps_x_where_x_is_not_negative(slope: float) -> None:
+    """LeakyRelu and PRelu are ``x`` for ``x >= 0`` whatever the slope, as the spec
+    and ONNX Runtime say (ONNX's reference evaluator gives NaN there: ``0 * inf``)."""
+    import onnxruntime as ort
+
+    x = _special().reshape(4, 6)
+    leaky = unary("LeakyRelu", alpha=float(slope))
+    prelu = make_model(
+        [helper.make_node("PRelu", ["x", "slope"], ["y"])],
+        {"x": [4, 6]},
+        initializers={"slope": np.full([6], slope, np.float32)},
+    )
+    for model, inputs in ((leaky, x.reshape(24)), (prelu, x)):
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        with np.errstate(all="ignore"):
+            (expected,) = session.run(None, {"x": inputs})
+        (got,) = qidao.compile(model)(inputs)
+        np.testing.assert_array_equal(got, expected)
+        keep = ~(inputs < 0)
+        np.testing.assert_array_equal(got[keep], inputs[keep])
+
+
 # ---- Pow, Clip, Sum, Mean ---------------------------------------------------------
 
 
