@@ -24,7 +24,9 @@ Parallel loops call libgomp (``GOMP_parallel``, ``omp_get_thread_num``, ...). Wh
 IR names one of its entry points, ``load_openmp_runtime`` first loads ``libgomp.so.1``
 into the process (once): the system's, or else the copy bundled in PyTorch's ``lib``
 folder. If torch already loaded its libgomp, the loader returns that same library, so
-the process keeps one OpenMP runtime and one thread pool.
+the process keeps one OpenMP runtime and one thread pool. The JIT binds
+``GOMP_parallel`` to a guard that runs the loops serially in a forked child, whose
+copy of the pool has no threads (``_install_fork_guard``).
 
 Buffers: compiled programs allocate their intermediate buffers with ``aligned_alloc``
 on every call and free them before returning. glibc serves a block of more than
@@ -49,7 +51,7 @@ from collections.abc import Mapping, Sequence
 
 import llvmlite.binding as llvm
 
-_init_lock = threading.Lock()
+_init_lock = threading.RLock()  # load_openmp_runtime JIT-compiles its guard
 _symbols_lock = threading.Lock()
 _initialized = False
 
@@ -106,6 +108,7 @@ def load_openmp_runtime() -> str:
             if all(llvm.address_of_symbol(s) for s in _OPENMP_SYMBOLS):
                 _openmp_handles.append(handle)
                 _openmp_library = candidate
+                _install_fork_guard(handle)
                 return candidate
             failures.append(f"{candidate}: loaded, but it lacks {_OPENMP_SYMBOLS}")
         raise OpenMPRuntimeError(
@@ -115,6 +118,69 @@ def load_openmp_runtime() -> str:
             + "). Install it (Debian/Ubuntu: apt-get install libgomp1) or install "
             "PyTorch, which bundles one; or compile without parallel loops."
         )
+
+
+_FORK_GUARD_IR = """
+@qidao_after_fork = global i32 0
+@qidao_gomp_parallel = global ptr null
+
+define void @qidao_gomp_parallel_guard(ptr %fn, ptr %data, i32 %threads, i32 %flags) {
+entry:
+  %forked = load volatile i32, ptr @qidao_after_fork
+  %alone = icmp ne i32 %forked, 0
+  br i1 %alone, label %serial, label %team
+serial:
+  call void %fn(ptr %data)
+  ret void
+team:
+  %gomp = load ptr, ptr @qidao_gomp_parallel
+  call void %gomp(ptr %fn, ptr %data, i32 %threads, i32 %flags)
+  ret void
+}
+"""
+"""``GOMP_parallel`` as the JIT-compiled code sees it (:func:`_install_fork_guard`)."""
+
+_fork_guard: list[JitModule] = []
+
+
+def _install_fork_guard(handle: ctypes.CDLL) -> None:
+    """Keep parallel loops working in a child process after ``fork``.
+
+    libgomp's thread pool does not survive ``fork``: the child inherits the pool's
+    bookkeeping but not its threads, and its first parallel region waits for them
+    forever (a ``DataLoader`` with workers, any ``multiprocessing`` fork, after a
+    parallel kernel ran). So the JIT binds ``GOMP_parallel`` to a small guard
+    (symbols added with ``llvm.add_symbol`` come before loaded libraries): in the
+    process that loaded libgomp it calls libgomp's ``GOMP_parallel``; in a forked
+    child (``os.register_at_fork`` sets its flag) it runs the outlined loop body
+    once on the calling thread, where ``omp_get_thread_num()`` is 0 and
+    ``omp_get_num_threads()`` is 1, so that one call covers every iteration: the
+    child's parallel loops run serially, with the same results."""
+    guard = JitModule(_FORK_GUARD_IR, opt_level=2)
+    _fork_guard.append(guard)
+    gomp = ctypes.cast(handle.GOMP_parallel, ctypes.c_void_p).value
+    ctypes.c_void_p.from_address(
+        guard.global_address("qidao_gomp_parallel")
+    ).value = gomp
+    flag = ctypes.c_int32.from_address(guard.global_address("qidao_after_fork"))
+
+    def after_fork_in_child() -> None:
+        flag.value = 1
+
+    os.register_at_fork(after_in_child=after_fork_in_child)
+    with _symbols_lock:
+        llvm.add_symbol(
+            "GOMP_parallel", guard.function_address("qidao_gomp_parallel_guard")
+        )
+
+
+def running_serially_after_fork() -> bool:
+    """Whether this process is a fork of one that loaded libgomp, so that its
+    parallel loops run on one thread (:func:`_install_fork_guard`)."""
+    if not _fork_guard:
+        return False
+    flag = _fork_guard[0].global_address("qidao_after_fork")
+    return bool(ctypes.c_int32.from_address(flag).value)
 
 
 def uses_openmp(llvm_ir: str) -> bool:
