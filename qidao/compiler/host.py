@@ -63,6 +63,15 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
             )
         return TensorSpec(name, tuple(t.get_shape()), dtype_name(t.get_element_type()))
 
+    for attr, names, values, what in (
+        ("qd.input_names", in_names, args, "arguments"),
+        ("qd.output_names", out_names, outs, "results"),
+    ):
+        if len(names) != len(values):
+            raise ValueError(
+                f"@{ENTRY}: {attr} has {len(names)} name(s) for {len(values)} "
+                f"{what}: {names}"
+            )
     inputs = [spec(n, a.type) for n, a in zip(in_names, args, strict=True)]
     outputs = [spec(n, t) for n, t in zip(out_names, outs, strict=True)]
     return inputs, outputs

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from qidao.compiler.context import make_context
+from qidao.frontend.errors import MlirError
 
 
 def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
@@ -33,7 +36,7 @@ def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
         if not path.exists():
             raise FileNotFoundError(f"no model file at '{path}'")
         if path.suffix == ".mlir":
-            return parse_mlir(path.read_text(), str(path))
+            return parse_mlir(read_mlir(path), str(path))
         from qidao.frontend.onnx import import_onnx
 
         return import_onnx(path)
@@ -49,10 +52,34 @@ def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
     )
 
 
+def read_mlir(path: Path) -> str:
+    """The text of the ``.mlir`` file ``path``; ``MlirError`` unless it is UTF-8."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MlirError(
+            f"{path}: not UTF-8 text (byte {err.start} is 0x{err.object[err.start]:02x})"
+            "; a .mlir model is MLIR's textual form"
+        ) from None
+
+
 def parse_mlir(text: str, name: str = "<string>") -> ModuleOp:
-    """Parse and verify a module written in any dialect of the tower."""
-    module = Parser(make_context(), text, name).parse_module()
-    module.verify()
+    """Parse and verify a module written in any dialect of the tower; a syntax
+    error, a module nested too deep for the parser or IR that does not verify is an
+    ``MlirError`` naming ``name``."""
+    try:
+        module = Parser(make_context(), text, name).parse_module()
+    except ParseError as err:
+        raise MlirError(f"{name}: cannot parse: {err}") from None
+    except RecursionError:
+        raise MlirError(
+            f"{name}: nested too deep for the parser (regions inside regions "
+            f"beyond Python's recursion limit, {sys.getrecursionlimit()})"
+        ) from None
+    try:
+        module.verify()
+    except VerifyException as err:
+        raise MlirError(f"{name}: the IR does not verify: {err}") from None
     return module
 
 

@@ -11,6 +11,8 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
 - ``ConstantRequiredError``: a node needs, at compile time, the value of a tensor
   that is computed at run time (a ``Reshape`` shape, reduce ``axes``, ``Pad``
   pads); ``qidao.compiler.specialize`` binds the graph inputs it comes from.
+- ``MlirError``: a ``.mlir`` file or text that cannot be read (not UTF-8), parsed
+  (a syntax error, nesting too deep) or verified; the message names the file.
 - ``WeightsError``: a weights file cannot be read (missing, truncated, a dtype qidao
   does not support), or its tensors do not fit the model (a name the model lacks, a
   shape or dtype that differs).
@@ -55,6 +57,10 @@ class ConstantRequiredError(OnnxImportError):
     def __init__(self, message: str, names: list[str]) -> None:
         super().__init__(message)
         self.names = tuple(names)
+
+
+class MlirError(FrontendError):
+    """A ``.mlir`` model that cannot be read, parsed or verified."""
 
 
 class WeightsError(FrontendError):

@@ -153,7 +153,7 @@ def test_each_target_takes_its_own_options() -> None:
 
 
 def test_mlir_file_with_a_parse_error_names_line_and_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from xdsl.utils.exceptions import ParseError
+    from qidao.frontend.errors import MlirError
 
     path = tmp_path / "bad.mlir"
     path.write_text(
@@ -161,7 +161,43 @@ def test_mlir_file_with_a_parse_error_names_line_and_column(tmp_path) -> None:  
         "  %0 = tg.relu %x : tensor<2xf32> tensor<2xf32>\n"
         "  func.return %0 : tensor<2xf32>\n}\n"
     )
-    with pytest.raises(ParseError, match=r"bad.mlir:2:35"):
+    with pytest.raises(MlirError, match=r"bad.mlir:2:35"):
+        qidao.compile(path)
+
+
+def test_unreadable_mlir_files_are_mlir_errors_naming_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 12, R8: bytes that are not UTF-8, modules nested beyond the parser's
+    recursion and IR that does not verify each name the file."""
+    from qidao.frontend.errors import MlirError
+
+    binary = tmp_path / "binary.mlir"
+    binary.write_bytes(b"\xff\xfe garbage")
+    with pytest.raises(
+        MlirError, match=r"binary.mlir: not UTF-8 text \(byte 0 is 0xff\)"
+    ):
+        qidao.compile(binary)
+    deep = tmp_path / "deep.mlir"
+    deep.write_text("builtin.module {" * 3000 + "}" * 3000)
+    with pytest.raises(MlirError, match=r"deep.mlir: nested too deep"):
+        qidao.compile(deep)
+    invalid = tmp_path / "invalid.mlir"
+    invalid.write_text(
+        "func.func @main(%x: tensor<2xf32>) -> tensor<3xf32> {\n"
+        "  func.return %x : tensor<2xf32>\n}\n"
+    )
+    with pytest.raises(MlirError, match=r"invalid.mlir: the IR does not verify"):
+        qidao.compile(invalid)
+
+
+def test_input_names_that_do_not_match_the_arguments_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "names.mlir"
+    path.write_text(
+        "func.func @main(%x: tensor<2xf32>, %y: tensor<2xf32>) -> tensor<2xf32> "
+        'attributes {qd.input_names = ["x"]} {\n'
+        "  %0 = tg.add %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
+        "  func.return %0 : tensor<2xf32>\n}\n"
+    )
+    with pytest.raises(ValueError, match=r"qd.input_names has 1 name\(s\) for 2"):
         qidao.compile(path)
 
 
