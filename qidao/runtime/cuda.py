@@ -50,7 +50,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from qidao.runtime.errors import ArgumentError
-from qidao.runtime.executor import TensorSpec
+from qidao.runtime.executor import TensorSpec, dtype_mismatch
 
 # --- the program, as plain data -----------------------------------------------------
 
@@ -449,7 +449,7 @@ class CudaFunction:
             if not isinstance(array, np.ndarray):
                 what = f"an object of type {type(array).__name__}"
             elif array.dtype != np.dtype(spec.dtype):
-                what = f"dtype {array.dtype.name}"
+                what = dtype_mismatch(array.dtype, spec.dtype)
             elif array.shape != spec.shape:
                 what = f"shape {array.shape}"
             if what is not None:

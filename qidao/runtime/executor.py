@@ -108,6 +108,17 @@ def ndarray_entry_ir(entry: str, n_args: int) -> str:
     )
 
 
+def dtype_mismatch(got: np.dtype[Any], expected: str) -> str:
+    """How an input's dtype ``got`` differs from ``expected`` (for an error that
+    follows "got "): a big-endian float32 is named as such, not as "float32"."""
+    if got.newbyteorder("=") == np.dtype(expected):
+        return (
+            f"dtype {got.name} in non-native byte order ('{got.str}'); convert it "
+            f"with x.astype('{expected}')"
+        )
+    return f"dtype {got.name}"
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """A function argument: its name, static shape and NumPy dtype name."""
@@ -180,7 +191,7 @@ class NativeFunction:
         if not isinstance(array, np.ndarray):
             raise self._bad(i, spec, f"an object of type {type(array).__name__}")
         if array.dtype != np.dtype(spec.dtype):
-            raise self._bad(i, spec, f"dtype {array.dtype.name}")
+            raise self._bad(i, spec, dtype_mismatch(array.dtype, spec.dtype))
         if array.shape != spec.shape:
             raise self._bad(i, spec, f"shape {array.shape}")
         flags = array.flags

@@ -124,6 +124,15 @@ def test_bad_calls_name_the_input(args: tuple[object, ...], message: str) -> Non
         book()(*args)
 
 
+def test_a_big_endian_input_is_named_as_such() -> None:
+    """Issue 12, R13: not "expected dtype float32, got dtype float32"."""
+    x = np.zeros((1, 1), ">f4")
+    with pytest.raises(
+        ArgumentError, match=r"float32 in non-native byte order \('>f4'\)"
+    ):
+        book()(x, x, np.zeros(1, np.float32))
+
+
 def test_bad_options_are_rejected_before_work() -> None:
     graph = EXAMPLES["book"].build()
     with pytest.raises(TypeError, match=r"unknown option.*fusion"):

@@ -150,7 +150,9 @@ def _trilu(im: Importer, node: Node) -> list[Value | Array]:
     names = node.inputs
     if len(names) > 1 and names[1]:
         k = int(np.asarray(im.const(node, names[1], "k")).reshape(-1)[0])
-    ones = np.ones(x.shape[-2:], np.bool_)
+    rows, cols = x.shape[-2:]
+    k = max(-rows, min(cols, k))  # beyond the corners: all or nothing (k = -2**63)
+    ones = np.ones((rows, cols), np.bool_)
     mask = np.triu(ones, k) if node.attr("upper", 1) else np.tril(ones, k)
     return [g.where(mask, x, 0)]
 

@@ -352,6 +352,23 @@ def test_trilu(upper: int, k: int) -> None:
     check(model, inputs)
 
 
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [-(2**63), -6, 7, 2**63 - 1])
+def test_trilu_with_k_beyond_the_corners(upper: int, k: int) -> None:
+    """Issue 12, R11: a k past the matrix's corners keeps all or nothing (k = -2^63
+    overflowed NumPy's triu)."""
+    x = ints(np.int64, 2, 3, 5)
+    model = model_of(
+        [helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)],
+        {"x": x},
+        {"y": TensorProto.INT64},
+        {"k": np.array(k, np.int64)},
+    )
+    (got,) = qidao.compile(model)(x)
+    keep_all = (k < 0) == bool(upper)
+    np.testing.assert_array_equal(got, x if keep_all else np.zeros_like(x))
+
+
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
 @pytest.mark.parametrize("last", [0, 1])
 @pytest.mark.parametrize("keepdims", [0, 1])
