@@ -70,7 +70,7 @@ def parse_mlir(text: str, name: str = "<string>") -> ModuleOp:
     try:
         module = Parser(make_context(), text, name).parse_module()
     except ParseError as err:
-        raise MlirError(f"{name}: cannot parse: {err}") from None
+        raise MlirError(f"parse error: {err}") from None  # err names file:line:col
     except RecursionError:
         raise MlirError(
             f"{name}: nested too deep for the parser (regions inside regions "

@@ -83,12 +83,48 @@ class PointwiseEvaluator:
         self.memo: dict[tuple[SSAValue, Index], SSAValue] = {}
 
     def at(self, value: SSAValue, index: Sequence[AffineExpr]) -> SSAValue:
+        """The element of ``value`` at ``index``, its operands' elements computed
+        first, depth first and in operand order, with an explicit stack: a fused
+        chain thousands of ops long must not meet Python's recursion limit."""
         if value in self.known:
             return self.known[value]
-        key = (value, tuple(index))
-        if key not in self.memo:
-            self.memo[key] = self._compute(value, tuple(index))
-        return self.memo[key]
+        root = (value, tuple(index))
+        stack = [root]
+        while stack:
+            key = stack[-1]
+            if key in self.memo:
+                stack.pop()
+                continue
+            missing = [
+                dep
+                for dep in self._operands(*key)
+                if dep[0] not in self.known and dep not in self.memo
+            ]
+            if missing:
+                stack.extend(reversed(missing))  # the first operand on top
+                continue
+            stack.pop()
+            self.memo[key] = self._compute(*key)  # every operand is in the memo
+        return self.memo[root]
+
+    def _operands(self, value: SSAValue, index: Index) -> list[tuple[SSAValue, Index]]:
+        """The elements (value, index) that ``_compute`` reads to compute
+        ``value`` at ``index``."""
+        op = value.owner
+        if value in self.sources or not isinstance(op, Operation):
+            return []
+        if type(op) in BINARY or isinstance(op, tg.SelectOp):
+            return [(v, tuple(broadcast_index(index, shape(v)))) for v in op.operands]
+        if type(op) in UNARY or isinstance(op, tg.CastOp):
+            return [(op.operands[0], index)]
+        if isinstance(op, tg.TransposeOp):
+            return [(op.input, _transposed(index, ints(op.perm)))]
+        if isinstance(op, tg.BroadcastOp):
+            return [(op.input, tuple(broadcast_index(index, shape(op.input))))]
+        if isinstance(op, tg.ViewOp | tg.ReshapeOp | tg.ContiguousOp):
+            src = op.operands[0]
+            return [(src, tuple(reshape_index(index, shape(value), shape(src))))]
+        return []
 
     def _compute(self, value: SSAValue, index: Index) -> SSAValue:
         if value in self.sources:
@@ -111,11 +147,7 @@ class PointwiseEvaluator:
             source = element_type(op.input)
             return cast(self.em, self.at(op.input, index), source, op.target())
         if isinstance(op, tg.TransposeOp):
-            perm = ints(op.perm)
-            source_index: list[AffineExpr] = list(index)
-            for k, p in enumerate(perm):
-                source_index[p] = index[k]
-            return self.at(op.input, source_index)
+            return self.at(op.input, _transposed(index, ints(op.perm)))
         if isinstance(op, tg.BroadcastOp):
             return self.at(op.input, broadcast_index(index, shape(op.input)))
         if isinstance(op, tg.ViewOp | tg.ReshapeOp | tg.ContiguousOp):
@@ -132,6 +164,14 @@ class PointwiseEvaluator:
             f"convert-tg-to-affine: '{op.name}' cannot be part of an elementwise "
             "kernel (tg.fused bodies take elementwise ops, views and constants)"
         )
+
+
+def _transposed(index: Index, perm: Sequence[int]) -> Index:
+    """The index of a transpose's input element that output ``index`` reads."""
+    source: list[AffineExpr] = list(index)
+    for k, p in enumerate(perm):
+        source[p] = index[k]
+    return tuple(source)
 
 
 def _pointwise_kernel(
