@@ -5,6 +5,7 @@ compiled = qidao.compile(model)        # onnx.ModelProto, .onnx/.mlir, builder G
 outputs = compiled(*inputs)            # NumPy arrays in, NumPy arrays out
 print(compiled.ir("affine"))           # tg, affine, scf, cf, llvm-dialect, llvm, ...
 compiled.stats                         # kernels, buffers, peak_bytes, ...
+except qidao.QidaoError                # every error qidao raises for a user
 
 ``qidao.compile`` and ``qidao.Compiled`` load the compiler on first use, so that a
 tool that needs only the dialects and passes (``qidao-opt``, which lit runs for
@@ -13,18 +14,49 @@ every FileCheck line) starts without it.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
+
+from qidao.errors import (
+    ModelError,
+    QidaoError,
+    RecordsError,
+    ResourceError,
+    UnsupportedError,
+)
 
 if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled, compile
+    from qidao.compiler.pipeline import InternalCompilerError
+    from qidao.passes.schedule.loops.errors import ScheduleError
+    from qidao.runtime.errors import ArgumentError
 
-__all__ = ["Compiled", "compile"]
+__all__ = [
+    "ArgumentError",
+    "Compiled",
+    "InternalCompilerError",
+    "ModelError",
+    "QidaoError",
+    "RecordsError",
+    "ResourceError",
+    "ScheduleError",
+    "UnsupportedError",
+    "compile",
+]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Compiled": "qidao.compiler.compile",
+    "compile": "qidao.compiler.compile",
+    "InternalCompilerError": "qidao.compiler.pipeline",
+    "ScheduleError": "qidao.passes.schedule.loops.errors",
+    "ArgumentError": "qidao.runtime.errors",
+}
+"""Names loaded on first use, from the module that defines them (the error hierarchy:
+``qidao/errors.py``)."""
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from qidao.compiler import compile as module
-
-        return getattr(module, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'qidao' has no attribute {name!r}")

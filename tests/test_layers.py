@@ -23,17 +23,23 @@ import pytest
 ROOT = Path(__file__).parents[1] / "qidao"
 
 ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
     "dialects": {"dialects"},
-    "passes": {"passes", "dialects"},
-    "frontend": {"frontend", "dialects"},
-    "runtime": {"runtime"},
-    "compiler": {"compiler", "passes", "dialects", "frontend", "runtime"},
-    "tools": {"tools", "api", "compiler", "passes", "dialects", "frontend", "runtime"},
-    "api": {"api", "compiler", "frontend", "runtime"},
+    "passes": {"passes", "dialects", "errors"},
+    "frontend": {"frontend", "dialects", "errors"},
+    "runtime": {"runtime", "errors"},
+    "compiler": {"compiler", "passes", "dialects", "frontend", "runtime", "errors"},
+    "tools": {
+        *("tools", "api", "compiler", "passes", "dialects", "frontend", "runtime"),
+        "errors",
+    },
+    "api": {"api", "compiler", "frontend", "runtime", "errors"},
     "main": {"tools"},
 }
 """Layer -> the layers its modules may import. ``api``: ``qidao/__init__.py`` and the
-backends beside it (``onnx_backend``, ``dynamo_backend``); ``main``: ``__main__``."""
+backends beside it (``onnx_backend``, ``dynamo_backend``); ``main``: ``__main__``;
+``errors``: ``qidao/errors.py``, the error hierarchy every layer but the dialects
+raises (it imports nothing)."""
 
 THIRD_PARTY_FORBIDDEN = {"runtime": {"xdsl"}, "dialects": {"qidao"}}
 

@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from qidao.errors import RecordsError
+
 FORMAT = 1
 """The entry layout; an entry of another format is foreign."""
 
@@ -57,7 +59,7 @@ CACHE_SWITCH_ENV = "QIDAO_CACHE"
 """``off`` (or ``0``, ``no``, ``false``) turns the cache off."""
 
 
-class CacheError(RuntimeError):
+class CacheError(RecordsError, RuntimeError):
     """An entry that cannot be trusted (the message says why)."""
 
 

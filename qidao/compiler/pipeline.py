@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import emit
+from qidao.errors import QidaoError
 from qidao.passes import pass_modules
 
 MODES: tuple[str, ...] = ("graph", "eager")
@@ -343,7 +344,7 @@ def run_stages(
     return snapshots
 
 
-class InternalCompilerError(RuntimeError):
+class InternalCompilerError(QidaoError, RuntimeError):
     """A bug in qidao, not in the user's model: a pass built an op that does not
     verify, broke one of its own assertions, or left IR that does not verify.
 

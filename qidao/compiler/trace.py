@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 
+from qidao.errors import QidaoError
 from qidao.passes import all_passes
 
 
@@ -94,6 +95,11 @@ def primitive(pass_name: str) -> Callable[[Method], Method]:
     return register
 
 
+class TraceError(QidaoError, ValueError):
+    """A schedule trace (Python or pipeline text) that does not parse, or names no
+    primitive: the message says which line or pass and what was expected."""
+
+
 @dataclass(frozen=True)
 class TraceEntry:
     """One primitive application: the method, its kernel and its arguments."""
@@ -104,7 +110,7 @@ class TraceEntry:
 
     def primitive(self) -> Primitive:
         if self.method not in PRIMITIVES:
-            raise ValueError(
+            raise TraceError(
                 f"'{self.method}' is not a schedule primitive; the primitives are: "
                 f"{', '.join(PRIMITIVES)}"
             )
@@ -202,7 +208,7 @@ def _parse_python(text: str) -> list[TraceEntry]:
     try:
         statements = ast.parse(text).body
     except SyntaxError as err:
-        raise ValueError(f"the trace is not Python: {err}") from None
+        raise TraceError(f"the trace is not Python: {err}") from None
     entries: list[TraceEntry] = []
     for statement in statements:
         call = statement.value if isinstance(statement, ast.Expr | ast.Assign) else None
@@ -213,21 +219,21 @@ def _parse_python(text: str) -> list[TraceEntry]:
             or call.keywords
             or not call.args
         ):
-            raise ValueError(
+            raise TraceError(
                 f'line {statement.lineno}: expected s.<primitive>("kernel", ...), '
                 f"one of {', '.join(PRIMITIVES)}; got: {ast.unparse(statement)}"
             )
         try:
             kernel, *args = [ast.literal_eval(arg) for arg in call.args]
         except ValueError:
-            raise ValueError(
+            raise TraceError(
                 f"line {statement.lineno}: the arguments must be literals; got: "
                 f"{ast.unparse(statement)}"
             ) from None
         entry = TraceEntry(call.func.attr, kernel, tuple(args))
         problem = entry.problem()
         if problem is not None:
-            raise ValueError(f"line {statement.lineno}: {entry.method}: {problem}")
+            raise TraceError(f"line {statement.lineno}: {entry.method}: {problem}")
         entries.append(entry)
     return entries
 
@@ -239,14 +245,14 @@ def _parse_pipeline(text: str) -> list[TraceEntry]:
     except BaseException as err:  # xDSL's ArgSpecParseError is a BaseException
         if not type(err).__name__.endswith("ParseError"):
             raise
-        raise ValueError(
+        raise TraceError(
             "the trace is neither Python (s.split(...) lines) nor a pipeline "
             f"(split{{...}},...): {err}"
         ) from None
     entries: list[TraceEntry] = []
     for spec in specs:
         if spec.name not in by_pass:
-            raise ValueError(
+            raise TraceError(
                 f"'{spec.name}' is not a schedule primitive's pass; expected one of "
                 f"{', '.join(by_pass)}"
             )
@@ -254,7 +260,7 @@ def _parse_pipeline(text: str) -> list[TraceEntry]:
         options = spec.normalize_parameter_names().parameters
         unknown = set(options) - {p.name for p in prim.params}
         if unknown:
-            raise ValueError(
+            raise TraceError(
                 f"{spec.name}: unknown option(s) {', '.join(sorted(unknown))}; it "
                 f"takes {', '.join(p.name for p in prim.params)}"
             )
@@ -269,10 +275,10 @@ def _parse_pipeline(text: str) -> list[TraceEntry]:
             elif not given and param.default is not inspect.Parameter.empty:
                 values.append(param.default)
             else:
-                raise ValueError(f"{spec.name}: expected one value for '{param.name}'")
+                raise TraceError(f"{spec.name}: expected one value for '{param.name}'")
         entry = TraceEntry(prim.method, values[0], tuple(values[1:]))
         problem = entry.problem()
         if problem is not None:
-            raise ValueError(f"{spec.name}: {problem}")
+            raise TraceError(f"{spec.name}: {problem}")
         entries.append(entry)
     return entries

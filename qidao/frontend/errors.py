@@ -20,8 +20,10 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
 
 from __future__ import annotations
 
+from qidao.errors import ModelError, UnsupportedError
 
-class FrontendError(Exception):
+
+class FrontendError(ModelError):
     """Base of every error a frontend raises."""
 
 
@@ -33,7 +35,7 @@ class OnnxImportError(FrontendError):
     """An ONNX model that qidao cannot import."""
 
 
-class UnsupportedOpsError(OnnxImportError):
+class UnsupportedOpsError(OnnxImportError, UnsupportedError):
     """An ONNX model using op types that qidao does not implement.
 
     ``ops`` maps each unsupported op type to the nodes that use it (node names, or

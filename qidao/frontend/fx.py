@@ -43,6 +43,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.errors import UnsupportedError
 from qidao.frontend.builder import Value
 from qidao.frontend.errors import FrontendError, GraphError
 from qidao.frontend.fx_ops import CONVERTERS, FxValues, op_name
@@ -68,7 +69,7 @@ class TorchImportError(FrontendError):
     """A PyTorch model that qidao cannot capture or convert."""
 
 
-class UnsupportedTorchOpsError(TorchImportError):
+class UnsupportedTorchOpsError(TorchImportError, UnsupportedError):
     """A PyTorch graph with operators qidao does not convert.
 
     ``ops`` maps each operator (with the reason, when a converter refused this use)

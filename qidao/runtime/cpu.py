@@ -51,12 +51,14 @@ from collections.abc import Mapping, Sequence
 
 import llvmlite.binding as llvm
 
+from qidao.errors import QidaoError
+
 _init_lock = threading.RLock()  # load_openmp_runtime JIT-compiles its guard
 _symbols_lock = threading.Lock()
 _initialized = False
 
 
-class JitError(RuntimeError):
+class JitError(QidaoError, RuntimeError):
     """LLVM rejected the IR or could not compile it."""
 
 

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from qidao.errors import QidaoError
 from qidao.runtime.errors import ArgumentError
 from qidao.runtime.executor import TensorSpec, dtype_mismatch
 
@@ -130,7 +131,7 @@ class Device(Protocol):
     def free(self, buffer: Any) -> None: ...
 
 
-class CudaUnavailableError(RuntimeError):
+class CudaUnavailableError(QidaoError, RuntimeError):
     """pycuda, the CUDA driver, a GPU or nvcc is missing; the message says which."""
 
 

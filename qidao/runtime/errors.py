@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from qidao.errors import QidaoError
 
-class ArgumentError(TypeError, ValueError):
+
+class ArgumentError(QidaoError, TypeError, ValueError):
     """A call's arguments do not match the compiled function's signature.
 
     The message names the argument (``input 'x' (#0)``), what was expected and what

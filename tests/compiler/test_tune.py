@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -275,6 +276,45 @@ def test_records_round_trip_and_lookup(tmp_path: Path) -> None:
     assert "no record" in str(other.stats["records"])
     x, w = _inputs(ODD)
     np.testing.assert_allclose(other(x, w)[0], x @ w, rtol=1e-4, atol=1e-4)
+
+
+def _line(**change: object) -> str:
+    data = json.loads(
+        _record(SMALL, 's.split("main_k0_matmul", "i", 4)', 5.0).to_json()
+    )
+    data.update(change)
+    return json.dumps({k: v for k, v in data.items() if v is not _DROP})
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[1, 2]", r"r.jsonl:2: a record is a JSON object, got list"),
+        ("{not json", r"r.jsonl:2: not a JSON record"),
+        (_line(task=_DROP), r"r.jsonl:2: the record has no task"),
+        (_line(gflops="x"), r"r.jsonl:2: 'gflops' must be int or float or NoneType"),
+        (_line(threads=True), r"r.jsonl:2: 'threads' must be int, got true"),
+        (_line(status="great"), r"r.jsonl:2: unknown status 'great'"),
+        (_line(times=["a"]), r"r.jsonl:2: 'times' must be a list of seconds"),
+        (_line(task={"kind": "matmul"}), r"r.jsonl:2: 'task' must be an object"),
+        (_line(trace="not a schedule"), r"r.jsonl:2: the trace does not parse"),
+        (_line(trace='s.split("k", 5, 4)'), r"r.jsonl:2: the trace does not parse"),
+    ],
+)
+def test_a_damaged_records_line_is_an_error_naming_file_and_line(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    """Issue 12, R6: every damaged line is a RecordsError naming file, line and
+    field, from ``load_records`` and from ``qidao.compile(records=)`` alike."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(_line() + "\n" + line + "\n")
+    with pytest.raises(qidao.RecordsError, match=message):
+        load_records(path)
+    with pytest.raises(qidao.QidaoError, match=message):
+        qidao.compile(MATMUL.graph(SMALL), threads=1, records=path)
 
 
 def test_cli_tune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from qidao.compiler.schedule import Schedule, ScheduleSpec, TraceEntry, parse_trace
+from qidao.compiler.trace import TraceError
 from qidao.compiler.tune.task import Task
 from qidao.compiler.tune.templates import kernel_tasks
+from qidao.errors import RecordsError
 from qidao.passes.schedule.loops.nest import kernel_functions, replace_kernel
 
 VERSION = 1
@@ -90,19 +92,95 @@ def append_records(path: Path, records: Iterable[Record]) -> None:
             f.write(record.to_json() + "\n")
 
 
+STATUSES = ("ok", "wrong", "error", "timeout", "crash")
+
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "threads": (int,),
+    "config": (dict,),
+    "trace": (str,),
+    "kernel": (str,),
+    "status": (str,),
+    "times": (list,),
+    "gflops": (int, float, type(None)),
+    "error": (str,),
+    "search": (str,),
+    "seed": (int,),
+    "trial": (int,),
+    "compile_s": (int, float),
+    "target": (str,),
+    "cpu": (str,),
+}
+"""Each field a record line may have and the JSON types it takes (``task`` and
+``version`` are checked on their own)."""
+
+_REQUIRED = ("task", "threads", "config", "trace", "kernel", "status")
+
+
 def load_records(path: Path) -> list[Record]:
-    """The records of a JSON-lines file (lines of another version are skipped)."""
+    """The records of a JSON-lines file (lines of another version are skipped).
+
+    Every line of this version is checked before it is used: a JSON object with the
+    fields a record needs, each of its type, a known status and a trace that
+    parses. Anything else is a ``RecordsError`` naming the file, the line and the
+    field: a records file is data, and a damaged one is not half-used."""
     records: list[Record] = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RecordsError(f"{path}: cannot read the records file: {err}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{path}:{number}"
         try:
             data = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{number}: not a JSON record: {err}") from err
+        except (json.JSONDecodeError, RecursionError) as err:
+            raise RecordsError(f"{where}: not a JSON record: {err}") from None
+        if not isinstance(data, dict):
+            raise RecordsError(
+                f"{where}: a record is a JSON object, got {type(data).__name__}"
+            )
         if data.get("version") == VERSION:
-            records.append(Record.from_json(line))
+            records.append(_checked_record(data, where))
     return records
+
+
+def _checked_record(data: dict[str, Any], where: str) -> Record:
+    missing = [name for name in _REQUIRED if name not in data]
+    if missing:
+        raise RecordsError(f"{where}: the record has no {', '.join(missing)}")
+    for name, types in _FIELDS.items():
+        value = data.get(name)
+        if name in data and (
+            not isinstance(value, types)
+            or (isinstance(value, bool) and bool not in types)
+        ):
+            expected = " or ".join(t.__name__ for t in types)
+            raise RecordsError(
+                f"{where}: '{name}' must be {expected}, got {json.dumps(value)[:60]}"
+            )
+    if data["status"] not in STATUSES:
+        raise RecordsError(
+            f"{where}: unknown status {data['status']!r}; one of {', '.join(STATUSES)}"
+        )
+    if not all(
+        isinstance(t, int | float) and not isinstance(t, bool)
+        for t in data.get("times", [])
+    ):
+        raise RecordsError(f"{where}: 'times' must be a list of seconds")
+    try:
+        task = Task.from_json(data["task"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise RecordsError(
+            f"{where}: 'task' must be an object with kind, ops, shapes (lists of "
+            f"integers) and dtype: {type(err).__name__}: {err}"
+        ) from None
+    try:
+        parse_trace(data["trace"])
+    except TraceError as err:
+        raise RecordsError(f"{where}: the trace does not parse: {err}") from None
+    fields = set(Record.__dataclass_fields__) - {"task"}
+    return Record(task, **{k: v for k, v in data.items() if k in fields})
 
 
 def best_record(

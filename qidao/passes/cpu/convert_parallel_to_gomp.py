@@ -150,6 +150,7 @@ from xdsl.ir import (
 )
 from xdsl.passes import ModulePass
 
+from qidao.errors import UnsupportedError
 from qidao.passes.schedule.loops.nest import root_buffer
 
 PARALLEL_ATTR = "qd.parallel"
@@ -164,7 +165,7 @@ _EXTERNS: dict[str, llvm.LLVMFunctionType] = {
 }
 
 
-class ParallelLoweringError(Exception):
+class ParallelLoweringError(UnsupportedError):
     """A ``qd.parallel`` loop this pass cannot outline; the message names it."""
 
 

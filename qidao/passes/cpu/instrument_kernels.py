@@ -51,12 +51,14 @@ from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.passes import ModulePass
 
+from qidao.errors import UnsupportedError
+
 START = "qidao_profile_start"
 STOP = "qidao_profile_stop"
 KERNELS_ATTR = "qd.profile_kernels"
 
 
-class InstrumentError(Exception):
+class InstrumentError(UnsupportedError):
     """The module cannot be instrumented (it already is)."""
 
 

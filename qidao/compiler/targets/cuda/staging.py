@@ -42,6 +42,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineSymExpr
 from xdsl.traits import is_side_effect_free
 
+from qidao.errors import QidaoError
 from qidao.passes.schedule.bind import (
     BLOCK_AXES,
     THREAD_AXES,
@@ -63,7 +64,7 @@ MAX_SHARED_BYTES = 48 * 1024
 """CUDA's limit on static ``__shared__`` memory per block; more is refused."""
 
 
-class StagingError(ValueError):
+class StagingError(QidaoError, ValueError):
     """A ``cache_read`` buffer placed for sharing that cannot be shared (the emitter
     raises it as a ``CudaEmitError``)."""
 

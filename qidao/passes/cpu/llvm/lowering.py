@@ -27,12 +27,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from qidao.errors import UnsupportedError
+
 OpT = TypeVar("OpT", bound=Operation)
 
 NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
 
 
-class LoweringError(Exception):
+class LoweringError(UnsupportedError):
     """An op or type that ``convert-to-llvm`` cannot lower; the message names it."""
 
 

@@ -45,11 +45,12 @@ from xdsl.ir.affine.affine_set import (
 
 from qidao.dialects.tg.layout import contiguous_strides
 from qidao.dialects.tg.types import storage_type
+from qidao.errors import UnsupportedError
 
 OpT = TypeVar("OpT", bound=Operation)
 
 
-class TgLoweringError(Exception):
+class TgLoweringError(UnsupportedError):
     """convert-tg-to-affine cannot lower an op; the message names the op and why."""
 
 

@@ -5,8 +5,10 @@ them, so a user catches ``ScheduleError`` without knowing which pass raised it.
 
 from __future__ import annotations
 
+from qidao.errors import QidaoError
 
-class ScheduleError(Exception):
+
+class ScheduleError(QidaoError):
     """A schedule primitive cannot be applied: names the kernel, the loop, the reason."""
 
     def __init__(self, primitive: str, kernel: str, loop: str, reason: str) -> None:
