@@ -28,7 +28,7 @@ from qidao.errors import (
 if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled, compile
     from qidao.compiler.pipeline import InternalCompilerError
-    from qidao.passes.schedule.loops.errors import ScheduleError
+    from qidao.compiler.schedule import ScheduleError
     from qidao.runtime.errors import ArgumentError
 
 __all__ = [
@@ -49,7 +49,7 @@ _LAZY = {
     "Compiled": "qidao.compiler.compile",
     "compile": "qidao.compiler.compile",
     "InternalCompilerError": "qidao.compiler.pipeline",
-    "ScheduleError": "qidao.passes.schedule.loops.errors",
+    "ScheduleError": "qidao.compiler.schedule",
     "ArgumentError": "qidao.runtime.errors",
 }
 """Names loaded on first use, from the module that defines them (the error hierarchy:
