@@ -4,6 +4,11 @@ It behaves like ``mlir-opt``/``xdsl-opt`` (``-p`` pipelines, ``--print-between-p
 ``--time-passes``, ``--split-input-file``, ``--verify-diagnostics``,
 ``--print-op-generic``) and adds ``--print-ir-after=PASS`` to print the IR after one
 pass only. qidao's passes take precedence over xDSL's passes of the same name.
+
+A user error (an unknown pass or option: exit 2; input that does not parse or verify,
+a schedule primitive that does not apply, a missing file: exit 1) prints one line,
+``qidao-opt: error: <Class>: <message>``; ``--debug`` shows the traceback. An
+internal error (an ``AssertionError`` from a pass) keeps its traceback: it is a bug.
 """
 
 from __future__ import annotations
@@ -71,8 +76,43 @@ class QidaoOptMain(xDSLOptMain):
         self.pipeline = type(self.pipeline)(self.pipeline.passes, callback)
 
 
+USAGE_ERROR = 2
+"""The exit status of a bad command line: an unknown pass, a missing or malformed
+pass option (``argparse``'s own)."""
+
+ERROR = 1
+"""The exit status of a module a pass refuses, or input that does not parse."""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    QidaoOptMain(args=argv).run()
+    """Run ``qidao-opt``; a user error is one line on stderr, ``qidao-opt: error:
+    <Class>: <message>``, and a non-zero exit (``--debug``: the traceback too)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    stage = "pipeline"
+    try:
+        opt = QidaoOptMain(args=args)
+        stage = "run"
+        opt.run()
+    except SystemExit:
+        raise
+    except BaseException as err:  # xDSL's ArgSpecParseError is a BaseException
+        if debug or not _user_error(err):
+            raise
+        print(f"qidao-opt: error: {type(err).__name__}: {err}", file=sys.stderr)
+        sys.exit(USAGE_ERROR if stage == "pipeline" else ERROR)
+
+
+def _user_error(err: BaseException) -> bool:
+    """Whether ``err`` is the user's (a bad pipeline, file, input or schedule), not
+    a bug of qidao's (those keep their traceback)."""
+    from qidao.errors import QidaoError
+
+    name = type(err).__name__
+    return isinstance(
+        err, QidaoError | ValueError | OSError | UnicodeDecodeError
+    ) or name.endswith(("ParseError", "DiagnosticException", "VerifyException"))
 
 
 if __name__ == "__main__":
