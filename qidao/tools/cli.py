@@ -67,6 +67,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
         algo=args.algo,
         **({"target": args.target} if args.target != "cpu" else {}),
     )
+    from qidao.compiler.specialize import Specialized
+
+    if isinstance(compiled, Specialized):
+        raise ValueError(
+            f"{args.model} is compiled at its first call, when the values of its "
+            f"integer input(s) {compiled.bound or ''} and the shapes of its dynamic "
+            "inputs are known; run it with `qidao run MODEL --inputs FILE.npz` "
+            f"(arrays named {', '.join(compiled.names)})"
+        )
     text = compiled.ir(args.emit)
     if args.output:
         Path(args.output).write_text(text.rstrip("\n") + "\n")
@@ -75,18 +84,61 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input_names(compiled: Any) -> list[str]:
+    """The graph inputs a call takes, in order (a model compiled at its first
+    call, ``Specialized``, knows them before it is compiled)."""
+    from qidao.compiler.specialize import Specialized
+
+    if isinstance(compiled, Specialized):
+        return list(compiled.names)
+    return [s.name for s in compiled.inputs]
+
+
+def load_inputs(path: str, names: list[str]) -> list[np.ndarray[Any, Any]]:
+    """The arrays of ``--inputs``: an ``.npz`` with one array per input name, or an
+    ``.npy`` for a model of one input; anything else is a ``ValueError`` naming the
+    file and what it lacks."""
+    import zipfile
+
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise ValueError(
+            f"--inputs {path}: cannot read it as .npz or .npy ({err})"
+        ) from None
+    if isinstance(data, np.ndarray):
+        if len(names) != 1:
+            raise ValueError(
+                f"--inputs {path}: an .npy holds one array and the model takes "
+                f"{len(names)} inputs ({', '.join(names)}); save them in one .npz "
+                "(np.savez(path, name=array, ...))"
+            )
+        return [data]
+    missing = [name for name in names if name not in data.files]
+    if missing:
+        raise ValueError(
+            f"--inputs {path} lacks input(s) {', '.join(missing)}; it has "
+            f"{', '.join(data.files) or 'no arrays'}"
+        )
+    try:
+        return [data[name] for name in names]
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
+        raise ValueError(f"--inputs {path}: cannot read an array ({err})") from None
+
+
 def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
+    from qidao.compiler.specialize import Specialized
     from qidao.tools.examples import EXAMPLES, matmul_example
 
     if args.inputs:
-        data = np.load(args.inputs)
-        missing = [s.name for s in compiled.inputs if s.name not in data]
-        if missing:
-            raise SystemExit(
-                f"qidao run: {args.inputs} lacks input(s) {', '.join(missing)}; "
-                f"it has {', '.join(data.files)}"
-            )
-        return [data[s.name] for s in compiled.inputs]
+        return load_inputs(args.inputs, _input_names(compiled))
+    if isinstance(compiled, Specialized):
+        raise ValueError(
+            f"{args.model} is compiled at its first call: its integer input(s) "
+            f"{compiled.bound or ''} decide shapes, or its inputs have dynamic "
+            "dimensions, so random inputs cannot be made up; give them with --inputs "
+            f"FILE.npz (arrays named {', '.join(compiled.names)})"
+        )
     rng = np.random.default_rng(args.seed)
     if args.model in EXAMPLES:
         return EXAMPLES[args.model].inputs(rng)
@@ -99,7 +151,7 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 def cmd_run(args: argparse.Namespace) -> int:
     compiled = _compile(args.model, args.debug, mode=args.mode, algo=args.algo)
     inputs = _inputs(args, compiled)
-    outputs = compiled(*inputs)
+    outputs = compiled(*inputs)  # a Specialized model compiles here
     for spec, out in zip(compiled.outputs, outputs, strict=True):
         print(f"{spec.name}: shape {list(out.shape)} {out.dtype}")
         print(np.array2string(out, threshold=20, precision=5))
@@ -490,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from qidao.compiler.pipeline import InternalCompilerError
+    from qidao.errors import QidaoError
     from qidao.frontend.errors import FrontendError
     from qidao.runtime.errors import ArgumentError
 
@@ -505,7 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"qidao {args.command}: parse error: {err}", file=sys.stderr)
     except DiagnosticException as err:  # a verifier's message, naming the op
         print(f"qidao {args.command}: invalid IR: {err}", file=sys.stderr)
-    except (FrontendError, ArgumentError, FileNotFoundError, ValueError) as err:
+    except (QidaoError, FrontendError, ArgumentError, OSError, ValueError) as err:
+        if getattr(args, "debug", None):  # --debug N: the traceback too
+            raise
         print(f"qidao {args.command}: error: {err}", file=sys.stderr)
     return 2
 

@@ -151,3 +151,84 @@ def test_tour_of_a_model_compiled_at_its_first_call_says_so(tmp_path: Path) -> N
     )
     with pytest.raises(SystemExit, match="compiled at its first call"):
         main(["tour", str(path), "--no-bench"])
+
+
+def _reshape_model(tmp_path: Path) -> Path:
+    """A model whose Reshape shape is an integer graph input (compiled at its first
+    call, when that input's value is known)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [6]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    path = tmp_path / "reshape.onnx"
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path
+    )
+    return path
+
+
+def test_run_and_compile_a_model_compiled_at_its_first_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12, R10: ``run`` with --inputs runs it; without them, and ``compile``,
+    say why in one line (no traceback)."""
+    model = _reshape_model(tmp_path)
+    inputs, out = tmp_path / "in.npz", tmp_path / "out.npz"
+    x = np.arange(6, dtype=np.float32)
+    np.savez(inputs, x=x, shape=np.array([2, 3]))
+    assert main(["run", str(model), "--inputs", str(inputs), "--save", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out)["y"], x.reshape(2, 3))
+    capsys.readouterr()
+    for argv in (["run", str(model)], ["compile", str(model)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "compiled at its first call" in err and "--inputs" in err
+        assert err.count("\n") == 1
+
+
+def test_bad_inputs_files_are_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12, R10: an .npy for a one-input model works; an .npy for two inputs, a
+    corrupt .npz and an .npz lacking an input are one line each."""
+    one = tmp_path / "x.npy"
+    np.save(one, np.ones((1, 1), np.float32))
+    assert main(["run", "matmul1x1x1", "--inputs", str(one)]) == 2
+    assert "an .npy holds one array and the model takes 2 inputs" in (
+        capsys.readouterr().err
+    )
+    corrupt = tmp_path / "bad.npz"
+    corrupt.write_bytes(b"PK\x03\x04garbage")
+    assert main(["run", "matmul1x1x1", "--inputs", str(corrupt)]) == 2
+    assert "cannot read it as .npz or .npy" in capsys.readouterr().err
+    partial = tmp_path / "partial.npz"
+    np.savez(partial, x=np.ones((1, 1), np.float32))
+    assert main(["run", "matmul1x1x1", "--inputs", str(partial)]) == 2
+    assert "lacks input(s) w; it has x" in capsys.readouterr().err
+    np.save(one, np.arange(6, dtype=np.float32))  # a one-input model takes an .npy
+    import onnx
+    from onnx import TensorProto, helper
+
+    relu = tmp_path / "relu.onnx"
+    onnx.save(
+        helper.make_model(
+            helper.make_graph(
+                [helper.make_node("Relu", ["x"], ["y"])],
+                "g",
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            ),
+            opset_imports=[helper.make_opsetid("", 17)],
+        ),
+        relu,
+    )
+    assert main(["run", str(relu), "--inputs", str(one)]) == 0
+    assert "y: shape [6] float32" in capsys.readouterr().out
