@@ -64,6 +64,7 @@ from qidao.dialects.tg.types import (
     tensor_type,
 )
 from qidao.frontend.errors import GraphError
+from qidao.frontend.limits import check_tensor
 
 IntOrPair = int | Sequence[int]
 
@@ -84,6 +85,16 @@ def mlir_name(name: str) -> str:
     if not clean or clean[0].isdigit() or not _TRAILING_NUMBER.sub("", clean):
         clean = "v" + clean
     return clean
+
+
+def _check_size(what: str, t: Attribute) -> None:
+    """``qidao.frontend.limits.check_tensor`` on a tensor type (other types pass)."""
+    if isinstance(t, TensorType):
+        try:
+            itemsize = np.dtype(dtype_name(t.get_element_type())).itemsize
+        except (TypeError, ValueError):  # a dtype NumPy lacks: count 4 bytes
+            itemsize = 4
+        check_tensor(what, t.get_shape(), itemsize)
 
 
 def constant_op(array: npt.NDArray[Any]) -> tg.ConstantOp:
@@ -231,6 +242,7 @@ class Graph:
             element_type = element_type_of(dtype)
         except ValueError as e:
             raise GraphError(f"input '{name}': {e}") from None
+        _check_size(f"input '{name}'", tensor_type(shape, element_type))
         arg = self._block.insert_arg(
             tensor_type(shape, element_type), len(self._block.args)
         )
@@ -773,6 +785,8 @@ class Graph:
         except VerifyException as e:
             shapes = ", ".join(fmt_shape(v.shape) for v in operands)
             raise GraphError(f"{what}({shapes}): {e}") from None
+        for result in op.results:
+            _check_size(what, result.type)
         return self._append(op)
 
     def _append(self, op: Operation) -> Value:

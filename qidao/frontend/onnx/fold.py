@@ -25,6 +25,7 @@ Every folder is checked against ``onnx.reference.ReferenceEvaluator`` in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from qidao.frontend.builder import Value
+from qidao.frontend.limits import check_tensor
 from qidao.frontend.onnx.importer import Array, Importer, converter, folder
 from qidao.frontend.onnx.node import Node
 from qidao.frontend.onnx.shape import onnx_slice, reshape_target
@@ -117,6 +119,7 @@ def _constant_of_shape(node: Node, args: list[Array | None]) -> list[Array]:
     fill = np.zeros(1, np.float32) if value is None else numpy_helper.to_array(value)
     if fill.size != 1:
         raise node.error(f"value must have one element, got shape {list(fill.shape)}")
+    check_tensor(node.label, shape, fill.dtype.itemsize)
     return [np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)]
 
 
@@ -384,6 +387,7 @@ def _expand(node: Node, args: list[Array | None]) -> list[Array]:
     x = _arg(node, args, 0, "input")
     shape = _ints(_arg(node, args, 1, "shape"))
     out = np.broadcast_shapes(x.shape, tuple(shape))
+    check_tensor(node.label, out, x.dtype.itemsize)
     return [np.broadcast_to(x, out).copy()]
 
 
@@ -396,6 +400,8 @@ def _range(node: Node, args: list[Array | None]) -> list[Array]:
         raise node.error("start, limit and delta must be scalars")
     if delta.item() == 0:
         raise node.error("delta must not be 0")
+    count = max(math.ceil((limit.item() - start.item()) / delta.item()), 0)
+    check_tensor(node.label, [count], start.dtype.itemsize)
     values = np.arange(start.item(), limit.item(), delta.item())
     return [values.astype(start.dtype)]
 

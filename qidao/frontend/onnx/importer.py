@@ -23,8 +23,10 @@ import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.errors import ResourceError
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.errors import ConstantRequiredError, GraphError, OnnxImportError
+from qidao.frontend.limits import ENV
 from qidao.frontend.onnx import functions
 from qidao.frontend.onnx.load import (
     DTYPES,
@@ -203,6 +205,16 @@ class Importer:
             results = self._evaluate(node)
         except GraphError as e:
             raise node.error(str(e)) from None
+        except ResourceError as e:
+            message = str(e)
+            if not message.startswith(node.label):
+                message = f"{node.label}: {message}"
+            raise ResourceError(message) from None
+        except MemoryError:  # NumPy could not allocate what the node asks for
+            raise ResourceError(
+                f"{node.label}: its result does not fit in memory (${ENV} and the "
+                "physical memory bound every tensor)"
+            ) from None
         outputs = [o for o in node.proto.output]
         if any(name for name in outputs[len(results) :]):
             raise node.error(

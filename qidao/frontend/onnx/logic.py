@@ -23,6 +23,7 @@ import numpy as np
 from onnx import helper
 
 from qidao.frontend.builder import Graph, TensorLike, Value
+from qidao.frontend.limits import check_tensor
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.node import Node
 
@@ -168,6 +169,7 @@ def _one_hot(im: Importer, node: Node) -> list[Value | Array]:
     depth = int(np.asarray(im.const(node, node.inputs[1], "depth")).reshape(-1)[0])
     if depth < 1:
         raise node.error(f"depth must be positive, got {depth}")
+    check_tensor(node.label, [*indices.shape, depth], 8)  # before its position table
     if values.shape != (2,):
         raise node.error(f"values must be [off, on], got shape {list(values.shape)}")
     rank = indices.rank
