@@ -30,7 +30,7 @@ for ``factor=1``; a main loop made by a later ``unroll`` keeps the mark.
 The copies run the iterations in their original order, so unrolling is always
 legal. Errors: an unknown kernel or loop; ``factor < 0``; bounds that are not
 constants; a kernel that already has a loop named ``<loop>_rem`` (when one is
-needed).
+needed); more than ``MAX_UNROLLED_OPS`` (2^16) ops made (copies x the body's ops).
 
 Before (``unroll{kernel="k" loop="i" factor=2}``):
 ```mlir
@@ -67,7 +67,10 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from qidao.passes.schedule.loops.errors import InvalidArgumentError
+from qidao.passes.schedule.loops.errors import (
+    IllegalScheduleError,
+    InvalidArgumentError,
+)
 from qidao.passes.schedule.loops.nest import (
     LOOP_ATTR,
     ROLLED_ATTR,
@@ -84,6 +87,10 @@ from qidao.passes.schedule.loops.nest import (
     require_constant_bounds,
     step_of,
 )
+
+MAX_UNROLLED_OPS = 1 << 16
+"""The most ops one ``unroll`` may make (copies x the body's ops): a full unroll of a
+million-iteration loop would take minutes to compile and never pay."""
 
 
 def unroll_loop(module: ModuleOp, kernel: str, loop: str, factor: int = 0) -> None:
@@ -108,6 +115,16 @@ def unroll_loop(module: ModuleOp, kernel: str, loop: str, factor: int = 0) -> No
         if op is not old and isinstance(op, affine.ForOp) and loop_name(op)
     ]
     copies = trips if factor == 0 or factor >= trips else factor
+    size = sum(1 for _ in old.body.walk())
+    if copies * size > MAX_UNROLLED_OPS:
+        raise IllegalScheduleError(
+            "unroll",
+            kernel,
+            loop,
+            f"{copies} copies of its body ({size} ops) would be "
+            f"{copies * size} ops, more than {MAX_UNROLLED_OPS}: unroll by a "
+            "smaller factor",
+        )
     new_names = [f"{n}_u{k}" for k in range(1, copies) for n in nested]
     if factor == 0 or factor >= trips:
         check_new_names(fn, new_names, "unroll", kernel, loop)

@@ -10,7 +10,7 @@
                                                     the loop body as it was (fma'd)
 
 Options: ``kernel``, ``loop`` (its ``qd.loop`` name), ``width`` (W, the number of
-lanes, default 16: one ``<16 x float>`` AVX-512 register), e.g. ``vectorize{
+lanes, 1 to ``MAX_WIDTH`` = 256, default 16: one ``<16 x float>`` AVX-512 register), e.g. ``vectorize{
 kernel="main_k0_fused" loop="i1" width=16}``. The loop keeps its name and attributes;
 its step becomes W and its body works on ``vector<Wx...>`` values.
 
@@ -712,14 +712,23 @@ def _tail_loop(
     return list(tail_loop.results)
 
 
+MAX_WIDTH = 256
+"""The widest vector ``vectorize`` makes: sixteen AVX-512 registers of f32. LLVM's
+code for a vector grows with its lanes (width 2^20 took 6.5 s and 21 MB of LLVM IR
+on a 41-iteration loop; 2^31 never finished)."""
+
+
 def _find_checked(
     module: ModuleOp, kernel: str, loop: str, width: int
 ) -> tuple[affine.ForOp, Plan]:
     """The loop to vectorize and its plan, once every check has passed (the IR is
     not touched)."""
-    if width < 1:
+    if not 1 <= width <= MAX_WIDTH:
         raise InvalidArgumentError(
-            PRIMITIVE, kernel, loop, f"width must be at least 1, got {width}"
+            PRIMITIVE,
+            kernel,
+            loop,
+            f"width must be between 1 and {MAX_WIDTH} lanes, got {width}",
         )
     fn, target = find_loop(module, PRIMITIVE, kernel, loop)
     plan = check_vectorizable(target, kernel, loop, width)

@@ -6,6 +6,7 @@
 // RUN: qidao-opt %s -p 'unroll{kernel="k_tri" loop="j" factor=1}' | filecheck %s --check-prefix=ONE-TRI
 // RUN: not qidao-opt %s -p 'unroll{kernel="k" loop="i" factor=-1}' 2>&1 | filecheck %s --check-prefix=ERR-FACTOR
 // RUN: not qidao-opt %s -p 'unroll{kernel="k_tri" loop="j" factor=2}' 2>&1 | filecheck %s --check-prefix=ERR-BOUNDS
+// RUN: not qidao-opt %s -p 'unroll{kernel="k_huge" loop="i"}' 2>&1 | filecheck %s --check-prefix=ERR-HUGE
 
 // The docstring's example: two copies per iteration, a remainder loop for 5 mod 2.
 // CHECK-LABEL: func.func private @k(
@@ -104,6 +105,16 @@ func.func private @k_tri(%y: memref<8x8xf32>) attributes {qd.kernel = "t"} {
 
 // ERR-FACTOR: InvalidArgumentError: unroll: loop 'i' in kernel 'k': factor must be 0 (full unroll) or positive, got -1
 // ERR-BOUNDS: NonConstantBoundsError: unroll: loop 'j' in kernel 'k_tri': its bounds are not constants
+
+// Must not fire: a full unroll of 2^20 iterations would make 2^22 ops.
+// ERR-HUGE: IllegalScheduleError: unroll: loop 'i' in kernel 'k_huge': 1048576 copies of its body (3 ops) would be 3145728 ops, more than 65536: unroll by a smaller factor
+func.func private @k_huge(%x: memref<1048576xf32>) attributes {qd.kernel = "t"} {
+  affine.for %i = 0 to 1048576 {
+    %v = affine.load %x[%i] : memref<1048576xf32>
+    affine.store %v, %x[%i] : memref<1048576xf32>
+  } {qd.loop = "i"}
+  func.return
+}
 
 // Factor 1 needs no constant bounds: the triangular loop is marked.
 // ONE-TRI-LABEL: func.func private @k_tri(

@@ -21,6 +21,7 @@
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_dep" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-DEP
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_op" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-OP
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k" loop="j" width=0}' 2>&1 | filecheck %s --check-prefix=ERR-WIDTH
+// RUN: not qidao-opt %s -p 'vectorize{kernel="k" loop="j" width=1048576}' 2>&1 | filecheck %s --check-prefix=ERR-WIDE
 
 // The docstring's example: x[i, j] and y[i, j] are contiguous in j, s[i] is invariant.
 // CHECK-LABEL: func.func private @k(
@@ -121,7 +122,8 @@ func.func private @k_fma(%x: memref<2x32xf32>, %out: memref<2x32xf32>) attribute
 
 // Not innermost: `i` has `j` inside it.
 // ERR-INNER: IllegalScheduleError: vectorize: loop 'i' in kernel 'k': it is not innermost: loop 'j' is inside it
-// ERR-WIDTH: InvalidArgumentError: vectorize: loop 'j' in kernel 'k': width must be at least 1, got 0
+// ERR-WIDTH: InvalidArgumentError: vectorize: loop 'j' in kernel 'k': width must be between 1 and 256 lanes, got 0
+// ERR-WIDE: InvalidArgumentError: vectorize: loop 'j' in kernel 'k': width must be between 1 and 256 lanes, got 1048576
 
 // Stride 2 in the loop.
 // ERR-STRIDE: IllegalScheduleError: vectorize: loop 'j' in kernel 'k_stride': a load from memref<16xf32> with indices {{.*}} is not unit-stride in the loop
