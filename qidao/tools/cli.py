@@ -13,6 +13,7 @@
     qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
     qidao zoo resnet50 vit bert     # transformers models vs ONNX Runtime and PyTorch
     qidao cache info                # the compile cache: where, entries, size (or clear)
+    qidao fuzz --minutes 30         # hostile inputs in worker processes: counts, failures
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
 (``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
@@ -33,6 +34,7 @@ from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
 from qidao.tools.bench_cuda import add_bench_cuda_parser
 from qidao.tools.conformance import add_conformance_parser
 from qidao.tools.examples import model_argument
+from qidao.tools.fuzz import add_fuzz_parser
 from qidao.tools.tune import add_tune_parser
 
 DEFAULT_MODEL = "book"
@@ -532,6 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_tune_parser,  # qidao tune: qidao/tools/tune.py
         add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
         add_bench_cuda_parser,  # qidao bench-cuda: qidao/tools/bench_cuda.py
+        add_fuzz_parser,  # qidao fuzz: qidao/tools/fuzz.py
     ):
         add(sub)
     return parser

@@ -1,0 +1,503 @@
+"""The cases of ``qidao fuzz``: each is a kind and a seed, built and run here, inside a
+worker process (``qidao/tools/fuzz.py`` runs the workers and survives their crashes
+and hangs).
+
+A case returns ``("ok", "")`` when qidao gave the right answer (matching ONNX Runtime
+or NumPy) or ``("wrong", what)`` when it gave a wrong one; an exception it raises is
+classified by :func:`classify`: a ``QidaoError`` (or a missing file) is a clear
+refusal, anything else a *raw* error (a bug: an internal error reached the user).
+
+==========  =========================================================================
+kind        the case
+==========  =========================================================================
+graph       a random ONNX graph (a chain of elementwise ops, reductions, softmax,
+            transposes and matmuls on random shapes, inputs with special values:
+            +-0, +-inf, NaN, huge and tiny) compiled and compared with ONNX Runtime
+schedule    a small matmul or elementwise kernel with a random sequence of schedule
+            primitives and arguments (legal or not): each refused primitive must be a
+            ``ScheduleError``; the result must match NumPy
+mlir        a valid tg ``.mlir`` file with random mutations (bytes flipped, lines
+            dropped or repeated, truncation): a clear error, or a model that runs
+onnx        a valid ``.onnx`` file with random byte mutations, the same
+records     a records file with a damaged line (wrong types, missing fields, garbage
+            traces): a ``RecordsError``
+cli         random ``qidao`` command lines (commands, options, values, missing and
+            garbage files): an exit status, never a traceback
+==========  =========================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KINDS: tuple[str, ...] = ("graph", "schedule", "mlir", "onnx", "records", "cli")
+
+SPECIAL = np.array(
+    [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 1e30, -1e30, 1e-30, 3.0],
+    np.float32,
+)
+
+Result = tuple[str, str]
+
+
+def run_case(kind: str, seed: int) -> Result:
+    """Build and run case ``(kind, seed)``; ``(status, detail)``."""
+    if kind not in CASES:
+        raise ValueError(f"unknown fuzz kind {kind!r}; the kinds are {KINDS}")
+    rng = np.random.default_rng([seed, KINDS.index(kind) if kind in KINDS else 99])
+    with tempfile.TemporaryDirectory(prefix="qidao-fuzz-") as folder:
+        try:
+            return CASES[kind](rng, Path(folder))
+        except Exception as err:
+            return classify(err)
+
+
+def classify(err: BaseException) -> Result:
+    """A clear refusal (``refused``) or a raw error (``raw``), with its message."""
+    from qidao.errors import QidaoError
+
+    text = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    if isinstance(err, QidaoError | FileNotFoundError):
+        return "refused", text[:300]
+    return "raw", text[:300]
+
+
+# --- graph: random ONNX graphs against ONNX Runtime --------------------------------
+
+UNARY = (
+    "Relu",
+    "Abs",
+    "Neg",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Tanh",
+    "Sigmoid",
+    "Floor",
+    "Ceil",
+    "Reciprocal",
+    "Sin",
+    "Cos",
+    "Erf",
+    "Sign",
+)
+BINARY = ("Add", "Sub", "Mul", "Div", "Max", "Min")
+REDUCE = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    data = np.asarray(rng.standard_normal(shape) * 3, dtype=np.float32)
+    mask = rng.random(shape) < 0.3
+    data[mask] = rng.choice(SPECIAL, size=int(mask.sum()))
+    return data
+
+
+def _graph_model(rng: np.random.Generator) -> tuple[Any, dict[str, Any]]:
+    from onnx import TensorProto, helper, numpy_helper
+
+    rank = int(rng.integers(1, 4))
+    shape = [int(d) for d in rng.integers(1, 8, size=rank)]
+    nodes: list[Any] = []
+    inits: list[Any] = []
+    current, current_shape = "x", list(shape)
+    for k in range(int(rng.integers(1, 7))):
+        out = f"t{k}"
+        choice = rng.random()
+        if choice < 0.45:
+            nodes.append(helper.make_node(str(rng.choice(UNARY)), [current], [out]))
+        elif choice < 0.75:
+            other = f"c{k}"
+            # a constant of the same shape, or one that broadcasts (trailing dims)
+            cshape = current_shape[int(rng.integers(0, len(current_shape) + 1)) :]
+            inits.append(numpy_helper.from_array(_values(rng, tuple(cshape)), other))
+            operands = [current, other] if rng.random() < 0.5 else [other, current]
+            nodes.append(helper.make_node(str(rng.choice(BINARY)), operands, [out]))
+        elif choice < 0.85 and len(current_shape) >= 1:
+            axis = int(rng.integers(0, len(current_shape)))
+            keep = int(rng.integers(0, 2))
+            axes = f"a{k}"
+            inits.append(numpy_helper.from_array(np.array([axis], np.int64), axes))
+            op = str(rng.choice(REDUCE))
+            nodes.append(helper.make_node(op, [current, axes], [out], keepdims=keep))
+            current_shape = (
+                [1 if i == axis else d for i, d in enumerate(current_shape)]
+                if keep
+                else [d for i, d in enumerate(current_shape) if i != axis]
+            )
+            if not current_shape:  # a scalar: back to rank 1
+                shape_name = f"s{k}"
+                inits.append(
+                    numpy_helper.from_array(np.array([1], np.int64), shape_name)
+                )
+                nodes.append(
+                    helper.make_node("Reshape", [out, shape_name], [out + "r"])
+                )
+                out, current_shape = out + "r", [1]
+        elif choice < 0.92:
+            axis = int(rng.integers(-len(current_shape), len(current_shape)))
+            nodes.append(helper.make_node("Softmax", [current], [out], axis=axis))
+        else:
+            perm = [int(p) for p in rng.permutation(len(current_shape))]
+            nodes.append(helper.make_node("Transpose", [current], [out], perm=perm))
+            current_shape = [current_shape[p] for p in perm]
+        current = out
+    nodes.append(helper.make_node("Identity", [current], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "fuzz",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model, {"x": _values(rng, tuple(shape))}
+
+
+def _close(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> str:
+    """Empty when ``got`` matches ``want`` (NaN where NaN, infinities of the same
+    sign, finite values to rtol 1e-3 and atol 1e-4 of the largest magnitude), else
+    what differs."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    with np.errstate(all="ignore"):
+        return _differences(got, want)
+
+
+def _differences(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> str:
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    nan = np.isnan(got) != np.isnan(want)
+    finite = np.isfinite(want)
+    inf = ~finite & ~np.isnan(want) & (got != want)
+    scale = float(np.max(np.abs(want[finite]), initial=1.0))
+    off = finite & ~(np.abs(got - want) <= 1e-3 * np.abs(want) + 1e-4 * scale)
+    bad = nan | inf | off
+    if not bad.any():
+        return ""
+    i = tuple(int(v) for v in np.argwhere(bad)[0])
+    return f"{int(bad.sum())} element(s) differ, first at {i}: {got[i]} vs {want[i]}"
+
+
+def _graph_case(rng: np.random.Generator, folder: Path) -> Result:
+    import onnxruntime as ort
+
+    import qidao
+
+    model, inputs = _graph_model(rng)
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        with np.errstate(all="ignore"):
+            (want,) = session.run(None, inputs)
+    except Exception:
+        return "ok", "skipped: ONNX Runtime rejects the graph"
+    with np.errstate(all="ignore"):
+        (got,) = qidao.compile(model)(*inputs.values())
+    diff = _close(got, want)
+    ops = "-".join(n.op_type for n in model.graph.node)
+    if diff:  # the spec's reference decides where ONNX Runtime differs from it
+        from onnx.reference import ReferenceEvaluator
+
+        with np.errstate(all="ignore"):
+            outputs: Any = ReferenceEvaluator(model).run(None, inputs)
+        reference = np.asarray(outputs[0])
+        if not _close(got, reference):
+            return (
+                "ok",
+                f"{ops}: differs from ONNX Runtime ({diff}) as ONNX's reference",
+            )
+    return ("wrong", f"{ops}: {diff}") if diff else ("ok", ops)
+
+
+# --- schedule: random primitives on a small kernel -------------------------------
+
+PRIMITIVES = ("split", "reorder", "unroll", "vectorize", "parallel", "tile", "peel")
+
+
+def _argument(rng: np.random.Generator) -> Any:
+    return rng.choice(
+        np.array([0, -1, 1, 2, 3, 4, 7, 8, 16, 33, 1 << 20, True, "x"], dtype=object)
+    )
+
+
+def _schedule_case(rng: np.random.Generator, folder: Path) -> Result:
+    import qidao
+    from qidao.frontend.builder import Graph
+
+    m, k, n = (int(v) for v in rng.integers(1, 40, size=3))
+    g = Graph("main")
+    x = g.input("x", (m, k))
+    matmul = rng.random() < 0.6
+    if matmul:
+        w = g.input("w", (k, n))
+        g.output(g.relu(x @ w))
+    else:
+        g.output(g.tanh(x * 2.0) + 1.0)
+    applied: list[str] = []
+
+    def schedule(s: Any) -> None:
+        kernel = next(iter(s.kernels()))
+        for _ in range(int(rng.integers(1, 6))):
+            loops = s.loops(kernel)
+            method = str(rng.choice(PRIMITIVES))
+            loop = str(rng.choice(loops))
+            if method == "reorder":
+                args: list[Any] = [str(v) for v in rng.permutation(loops)[:3]]
+            elif method == "tile":
+                args = [loop, str(rng.choice(loops)), _argument(rng), _argument(rng)]
+            elif method in ("parallel", "peel"):
+                args = [loop]
+            else:
+                args = [loop, _argument(rng)]
+            try:
+                getattr(s, method)(kernel, *args)
+                applied.append(f"{method}{tuple(args)}")
+            except qidao.QidaoError:
+                pass  # a clear refusal; the schedule goes on
+
+    threads = int(rng.integers(1, 3))
+    compiled = qidao.compile(g, schedule=schedule, threads=threads)
+    xs = rng.standard_normal((m, k)).astype(np.float32)
+    if matmul:
+        ws = rng.standard_normal((k, n)).astype(np.float32)
+        (got,) = compiled(xs, ws)
+        want = np.maximum(xs @ ws, 0)
+    else:
+        (got,) = compiled(xs)
+        want = np.tanh(xs * 2.0) + 1.0
+    diff = _close(got, want)
+    what = f"{m}x{k}x{n} {'; '.join(applied)}"
+    return ("wrong", f"{what}: {diff}") if diff else ("ok", what)
+
+
+# --- mutated files -----------------------------------------------------------------
+
+
+def _mutate(rng: np.random.Generator, data: bytes, lines: bool) -> bytes:
+    out = bytearray(data)
+    for _ in range(int(rng.integers(1, 4))):
+        choice = rng.random()
+        if lines and choice < 0.3:
+            parts = bytes(out).split(b"\n")
+            i = int(rng.integers(0, len(parts)))
+            if rng.random() < 0.5:
+                del parts[i]
+            else:
+                parts.insert(i, parts[i])
+            out = bytearray(b"\n".join(parts))
+        elif choice < 0.6 and out:
+            i = int(rng.integers(0, len(out)))
+            out[i] = int(rng.integers(0, 256))
+        elif choice < 0.8 and out:
+            out = out[: int(rng.integers(0, len(out)))]
+        else:
+            i = int(rng.integers(0, len(out) + 1))
+            out[i:i] = bytes(int(b) for b in rng.integers(0, 256, size=4))
+    return bytes(out)
+
+
+def _small_graph() -> Any:
+    from qidao.frontend.builder import Graph
+
+    g = Graph("main")
+    x = g.input("x", (3, 5))
+    w = g.constant(np.arange(10, dtype=np.float32).reshape(5, 2) / 10)
+    g.output(g.softmax(g.relu(x @ w) + 1.0, -1))
+    return g
+
+
+def _run_random(compiled: Any, rng: np.random.Generator) -> Result:
+    """Call a model that compiled on random inputs of its specs: it must run."""
+    inputs = [rng.standard_normal(s.shape).astype(s.dtype) for s in compiled.inputs]
+    compiled(*inputs)
+    return "ok", "compiled and ran"
+
+
+def _mlir_case(rng: np.random.Generator, folder: Path) -> Result:
+    import qidao
+
+    text = qidao.compile(_small_graph()).ir("input").encode()
+    path = folder / "mutated.mlir"
+    path.write_bytes(_mutate(rng, text, lines=True))
+    return _run_random(qidao.compile(path), rng)
+
+
+def _onnx_bytes() -> bytes:
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.arange(10, dtype=np.float32).reshape(5, 2), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Softmax", ["r"], ["y"], axis=-1),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return bytes(model.SerializeToString())
+
+
+def _onnx_case(rng: np.random.Generator, folder: Path) -> Result:
+    import qidao
+
+    path = folder / "mutated.onnx"
+    path.write_bytes(_mutate(rng, _onnx_bytes(), lines=False))
+    return _run_random(qidao.compile(path), rng)
+
+
+# --- records -----------------------------------------------------------------------
+
+GARBAGE: tuple[Any, ...] = (
+    None,
+    True,
+    -1,
+    1e308,
+    "x",
+    "",
+    [],
+    [1, 2],
+    {},
+    {"kind": "matmul"},
+    "s.split(",
+    "not a schedule",
+)
+
+
+def _records_case(rng: np.random.Generator, folder: Path) -> Result:
+    import qidao
+    from qidao.compiler.tune.records import Record
+    from qidao.compiler.tune.task import Task
+    from qidao.frontend.builder import Graph
+
+    g = Graph("main")
+    x, w = g.input("x", (4, 8)), g.input("w", (8, 4))
+    g.output(x @ w)
+    task = Task("matmul", "tg.matmul", ((4, 8), (8, 4), (4, 4)))
+    record = Record(
+        task, 1, {}, 's.split("main_k0_matmul", "i", 2)\n', "main_k0_matmul", "ok"
+    )
+    data = json.loads(record.to_json())
+    for _ in range(int(rng.integers(1, 3))):
+        key = str(rng.choice(sorted(data)))
+        if rng.random() < 0.2:
+            del data[key]
+        else:
+            data[key] = GARBAGE[int(rng.integers(0, len(GARBAGE)))]
+    path = folder / "records.jsonl"
+    path.write_text(record.to_json() + "\n" + json.dumps(data) + "\n")
+    compiled = qidao.compile(g, records=path, threads=1)
+    xs, ws = np.ones((4, 8), np.float32), np.ones((8, 4), np.float32)
+    diff = _close(compiled(xs, ws)[0], xs @ ws)
+    return ("wrong", diff) if diff else ("ok", "the damaged line was not needed")
+
+
+# --- the command line --------------------------------------------------------------
+
+COMMANDS = ("compile", "run", "cache")
+WORDS = (
+    "--emit",
+    "tg",
+    "affine",
+    "llvm",
+    "nope",
+    "--stats",
+    "--mode",
+    "eager",
+    "--inputs",
+    "--save",
+    "--seed",
+    "-3",
+    "--algo",
+    "winograd",
+    "--target",
+    "cuda",
+    "--no-fuse",
+    "info",
+    "book",
+    "chain",
+    "matmul2x3x4",
+    "matmul0x1x1",
+    "{missing}",
+    "{garbage}",
+    "{npz}",
+    "",
+)
+
+
+def _cli_case(rng: np.random.Generator, folder: Path) -> Result:
+    from qidao.tools.cli import main
+
+    garbage = folder / "garbage.onnx"
+    garbage.write_bytes(bytes(int(b) for b in rng.integers(0, 256, size=64)))
+    npz = folder / "in.npz"
+    np.savez(npz, x=np.ones((1, 1), np.float32))
+    names = {
+        "{missing}": str(folder / "missing.onnx"),
+        "{garbage}": str(garbage),
+        "{npz}": str(npz),
+    }
+    words = [str(rng.choice(WORDS)) for _ in range(int(rng.integers(0, 5)))]
+    argv = [str(rng.choice(COMMANDS)), *(names.get(w, w) for w in words)]
+    if argv[0] == "cache" and "clear" in argv:  # never clear the user's cache
+        argv.remove("clear")
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            status = main(argv)
+        except SystemExit as exit_:
+            status = exit_.code if isinstance(exit_.code, int) else 2
+    if "Traceback" in err.getvalue():
+        return "raw", f"qidao {' '.join(argv)}: a traceback"
+    return "ok", f"qidao {' '.join(argv)} -> {status}"
+
+
+# --- the harness's own checks ------------------------------------------------------
+
+
+def _crash(rng: np.random.Generator, folder: Path) -> Result:
+    import ctypes
+
+    ctypes.string_at(0)  # a segmentation fault, as a native bug would give
+    return "ok", ""  # pragma: no cover
+
+
+def _hang(rng: np.random.Generator, folder: Path) -> Result:
+    import time
+
+    time.sleep(3600)
+    return "ok", ""  # pragma: no cover
+
+
+def _raw(rng: np.random.Generator, folder: Path) -> Result:
+    table: dict[str, Result] = {}
+    return table["no such key"]  # a KeyError, as a raw internal error
+
+
+CASES: dict[str, Callable[[np.random.Generator, Path], Result]] = {
+    "graph": _graph_case,
+    "schedule": _schedule_case,
+    "mlir": _mlir_case,
+    "onnx": _onnx_case,
+    "records": _records_case,
+    "cli": _cli_case,
+    "selftest-crash": _crash,
+    "selftest-hang": _hang,
+    "selftest-raw": _raw,
+}
+"""Every kind; the ``selftest-`` ones check that the harness records a crash, a
+hang and a raw error."""
