@@ -18,6 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from qidao.errors import (
+    ArgumentError,
     ModelError,
     QidaoError,
     RecordsError,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled, compile
     from qidao.compiler.pipeline import InternalCompilerError
     from qidao.compiler.schedule import ScheduleError
-    from qidao.runtime.errors import ArgumentError
 
 __all__ = [
     "ArgumentError",
@@ -50,7 +50,6 @@ _LAZY = {
     "compile": "qidao.compiler.compile",
     "InternalCompilerError": "qidao.compiler.pipeline",
     "ScheduleError": "qidao.compiler.schedule",
-    "ArgumentError": "qidao.runtime.errors",
 }
 """Names loaded on first use, from the module that defines them (the error hierarchy:
 ``qidao/errors.py``)."""

@@ -46,5 +46,13 @@ class RecordsError(QidaoError, ValueError):
     """A records file line or cache entry that cannot be used: names file and line."""
 
 
+class ArgumentError(QidaoError, TypeError, ValueError):
+    """A call's arguments do not match the compiled function's signature.
+
+    The message names the argument (``input 'x' (#0)``), what was expected and what
+    was given. It is both a ``TypeError`` and a ``ValueError`` so either ``except``
+    catches it."""
+
+
 class ResourceError(QidaoError, MemoryError):
     """A compile that would need more memory than qidao's limit: names the node."""

@@ -31,6 +31,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.errors import ArgumentError
 from qidao.frontend.fx import (
     Captured,
     FxConverter,
@@ -53,15 +54,43 @@ def _arrays(tensors: Sequence[Any], names: Sequence[str]) -> list[np.ndarray[Any
             f"({', '.join(names)}), got {len(tensors)}"
         )
     arrays = []
-    for name, t in zip(names, tensors, strict=True):
+    for i, (name, t) in enumerate(zip(names, tensors, strict=True)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"input '{name}' must be a torch.Tensor, got {type(t)}")
+            raise ArgumentError(
+                f"input '{name}' (#{i}) must be a torch.Tensor, got {type(t).__name__}"
+            )
         if t.device.type != "cpu":
-            raise ValueError(
-                f"input '{name}' is on {t.device}; the qidao CPU code takes CPU tensors"
+            raise ArgumentError(
+                f"input '{name}' (#{i}) is on {t.device}; the qidao CPU code takes "
+                "CPU tensors"
+            )
+        if t.layout != torch.strided:
+            raise ArgumentError(
+                f"input '{name}' (#{i}) is a {t.layout} tensor; qidao takes dense "
+                "(strided) tensors: pass t.to_dense()"
+            )
+        if t.dtype not in _NUMPY_DTYPES:
+            raise ArgumentError(
+                f"input '{name}' (#{i}) has dtype {t.dtype}, which NumPy (and so "
+                f"qidao's CPU code) has no type for; the dtypes are "
+                f"{', '.join(str(d) for d in _NUMPY_DTYPES)}"
             )
         arrays.append(t.detach().resolve_conj().resolve_neg().contiguous().numpy())
     return arrays
+
+
+_NUMPY_DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+)
+"""The torch dtypes whose tensors convert to NumPy arrays (``Tensor.numpy()``)."""
 
 
 class _QidaoPart(torch.nn.Module):

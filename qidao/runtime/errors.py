@@ -1,14 +1,8 @@
-"""Errors the runtime raises before it calls native code."""
+"""Errors the runtime raises before it calls native code (the class lives in the
+package's one error hierarchy, ``qidao/errors.py``)."""
 
 from __future__ import annotations
 
-from qidao.errors import QidaoError
+from qidao.errors import ArgumentError
 
-
-class ArgumentError(QidaoError, TypeError, ValueError):
-    """A call's arguments do not match the compiled function's signature.
-
-    The message names the argument (``input 'x' (#0)``), what was expected and what
-    was given. It is both a ``TypeError`` and a ``ValueError`` so either ``except``
-    catches it.
-    """
+__all__ = ["ArgumentError"]

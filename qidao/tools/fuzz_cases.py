@@ -28,9 +28,9 @@ cli         random ``qidao`` command lines (commands, options, values, missing a
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -440,8 +440,8 @@ WORDS = (
 
 
 def _cli_case(rng: np.random.Generator, folder: Path) -> Result:
-    from qidao.tools.cli import main
-
+    """``python -m qidao`` with random arguments, in a process of its own: its exit
+    status and its stderr, which must hold no traceback."""
     garbage = folder / "garbage.onnx"
     garbage.write_bytes(bytes(int(b) for b in rng.integers(0, 256, size=64)))
     npz = folder / "in.npz"
@@ -455,15 +455,19 @@ def _cli_case(rng: np.random.Generator, folder: Path) -> Result:
     argv = [str(rng.choice(COMMANDS)), *(names.get(w, w) for w in words)]
     if argv[0] == "cache" and "clear" in argv:  # never clear the user's cache
         argv.remove("clear")
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            status = main(argv)
-        except SystemExit as exit_:
-            status = exit_.code if isinstance(exit_.code, int) else 2
-    if "Traceback" in err.getvalue():
-        return "raw", f"qidao {' '.join(argv)}: a traceback"
-    return "ok", f"qidao {' '.join(argv)} -> {status}"
+    done = subprocess.run(
+        [sys.executable, "-m", "qidao", *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    line = f"qidao {' '.join(argv)} -> {done.returncode}"
+    if "Traceback" in done.stderr:
+        return "raw", f"{line}: {done.stderr.strip().splitlines()[-1][:200]}"
+    if done.returncode < 0:
+        return "crash", f"{line}: killed by signal {-done.returncode}"
+    return "ok", line
 
 
 # --- the harness's own checks ------------------------------------------------------

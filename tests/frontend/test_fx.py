@@ -417,10 +417,17 @@ def test_calls_take_and_return_torch_tensors_and_check_inputs() -> None:
         compiled(torch.randn(5, 16))
     with pytest.raises(ArgumentError, match="x"):
         compiled(torch.randn(4, 16, dtype=torch.float64))
-    with pytest.raises(TypeError, match=r"input 'x' must be a torch\.Tensor"):
+    with pytest.raises(
+        ArgumentError, match=r"input 'x' \(#0\) must be a torch\.Tensor"
+    ):
         compiled(np.zeros((4, 16), np.float32))
     with pytest.raises(TypeError, match="takes 1 input"):
         compiled(torch.randn(4, 16), torch.randn(4, 16))
+    # issue 12, R13: a sparse or bfloat16 tensor is named, not a raw torch error
+    with pytest.raises(ArgumentError, match=r"torch.sparse_coo tensor.*to_dense"):
+        compiled(torch.randn(4, 16).to_sparse())
+    with pytest.raises(ArgumentError, match=r"dtype torch.bfloat16"):
+        compiled(torch.randn(4, 16).to(torch.bfloat16))
 
 
 def test_example_inputs_are_required_and_only_for_torch() -> None:
