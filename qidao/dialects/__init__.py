@@ -6,6 +6,10 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+from qidao.dialects._lexer import fix_string_literal_regex
+
+fix_string_literal_regex()  # xDSL's string literal regex backtracks exponentially
+
 
 def all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Every dialect qidao defines, by name, loaded lazily."""
