@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
-from qidao.dialects._lexer import fix_string_literal_regex
+from qidao.dialects.lexer import fix_string_literal_regex
 
 fix_string_literal_regex()  # xDSL's string literal regex backtracks exponentially
 

