@@ -84,12 +84,15 @@ def _is_inf(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("Sign")
 def _sign(im: Importer, node: Node) -> list[Value | Array]:
-    """-1, 0 or 1: ``where(x > 0, 1, where(x < 0, -1, x))``, so 0 and NaN give
-    themselves (NumPy's ``sign``); unsigned: ``where(x > 0, 1, x)``."""
+    """-1, 0 or 1 as NumPy's ``sign``: ``where(x > 0, 1, where(x < 0, -1,
+    where(x == x, 0, x)))``: NaN gives NaN and both zeros give +0 (``-0.0`` gave
+    itself before, and ``1 / sign(-0.0)`` was -inf where ONNX Runtime and ONNX's
+    reference give inf; found by ``qidao fuzz``); unsigned: ``where(x > 0, 1, x)``."""
     g, x = im.graph, im.input(node, 0)
     if x.dtype.startswith("uint"):
         return [g.where(g.greater(x, 0), 1, x)]
-    return [g.where(g.greater(x, 0), 1, g.where(g.less(x, 0), -1, x))]
+    zero_or_nan = g.where(g.equal(x, x), 0, x)
+    return [g.where(g.greater(x, 0), 1, g.where(g.less(x, 0), -1, zero_or_nan))]
 
 
 @converter("Mod")

@@ -114,6 +114,17 @@ def test_sign_of_the_smallest_subnormals() -> None:
     check(unary("Sign"), x=np.concatenate([tiny, _special()[: 24 - tiny.size]]))
 
 
+def test_sign_of_both_zeros_is_plus_zero() -> None:
+    """As NumPy's ``sign``, ONNX's reference and ONNX Runtime: ``1 / sign(-0.0)`` is
+    inf (``qidao fuzz --kinds graph --seed 5297`` found -inf)."""
+    x = np.array([-0.0, 0.0, np.nan, -2.0, 3.0], np.float32)
+    (got,) = qidao.compile(unary("Sign"))(np.concatenate([x, np.zeros(19, np.float32)]))
+    np.testing.assert_array_equal(
+        np.signbit(got[:5]), [False, False, False, True, False]
+    )
+    np.testing.assert_array_equal(got[:5], np.sign(x))
+
+
 @pytest.mark.parametrize(
     ("op", "attrs"),
     [
