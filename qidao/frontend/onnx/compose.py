@@ -86,6 +86,37 @@ def _hard_swish(im: Importer, node: Node) -> list[Value | Array]:
     return [x * g.minimum(g.relu(x * (1.0 / 6.0) + 0.5), 1.0)]
 
 
+_INTEGRAL_FROM = {"float16": 2.0**10, "float32": 2.0**23, "float64": 2.0**52}
+"""From this magnitude on every float of the type is an integer (its own floor)."""
+
+
+def _floor(g: Graph, node: Node, x: Value) -> Value:
+    """``floor(x)`` from a truncating cast: ``t = trunc(x)`` (a cast to an integer
+    and back), one less where ``x < t`` (a negative non-integer); a zero result
+    takes x's sign (``floor(-0.0) = -0.0``, ``floor(0.3) = +0``); from
+    ``_INTEGRAL_FROM`` on, and for inf and NaN, ``x`` itself (never cast)."""
+    if x.dtype not in _INTEGRAL_FROM:
+        raise node.error(f"expects a float tensor, got {x.dtype}")
+    ints = "int64" if x.dtype == "float64" else "int32"
+    t = g.cast(g.cast(x, ints), x.dtype)
+    r = t - g.cast(g.less(x, t), x.dtype)
+    r = g.where(g.equal(r, 0.0), x * 0.0, r)
+    return g.where(g.less(g.abs(x), _INTEGRAL_FROM[x.dtype]), r, x)
+
+
+@converter("Floor")
+def _floor_op(im: Importer, node: Node) -> list[Value | Array]:
+    """``floor(x)``, exact for every float (``_floor``)."""
+    return [_floor(im.graph, node, im.input(node, 0))]
+
+
+@converter("Ceil")
+def _ceil(im: Importer, node: Node) -> list[Value | Array]:
+    """``ceil(x) = -floor(-x)`` (``ceil(-0.3) = -0.0``, as IEEE's)."""
+    g, x = im.graph, im.input(node, 0)
+    return [g.neg(_floor(g, node, g.neg(x)))]
+
+
 @converter("Elu")
 def _elu(im: Importer, node: Node) -> list[Value | Array]:
     """``x if x > 0 else alpha * (exp(x) - 1)`` (alpha 1.0) as

@@ -114,6 +114,31 @@ def test_sign_of_the_smallest_subnormals() -> None:
     check(unary("Sign"), x=np.concatenate([tiny, _special()[: 24 - tiny.size]]))
 
 
+@pytest.mark.parametrize("op", ["Floor", "Ceil"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_floor_and_ceil_are_exact_signed_zeros_included(op: str, dtype: type) -> None:
+    """Composed from a truncating cast (``_floor``): equal to NumPy's bit for bit, on
+    halves, both zeros, the largest non-integers, huge values, inf and NaN."""
+    edge = float(np.nextafter(dtype(2.0 ** (23 if dtype == np.float32 else 52)), 0))
+    x = np.array(
+        [-0.0, 0.0, 0.3, -0.3, 2.5, -2.5, 1e-45, -1e-45, 3e9, -3e9, edge, -edge],
+        dtype,
+    )
+    x = np.concatenate([x, SPECIAL.astype(dtype)])
+    tp = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", tp, [x.size])],
+        [helper.make_tensor_value_info("y", tp, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    (got,) = qidao.compile(model)(x)
+    want = np.floor(x) if op == "Floor" else np.ceil(x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_sign_of_both_zeros_is_plus_zero() -> None:
     """As NumPy's ``sign``, ONNX's reference and ONNX Runtime: ``1 / sign(-0.0)`` is
     inf (``qidao fuzz --kinds graph --seed 5297`` found -inf)."""
