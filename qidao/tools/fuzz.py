@@ -35,6 +35,8 @@ from typing import Any
 from qidao.tools.fuzz_cases import KINDS
 
 FAILURES = ("wrong", "raw", "crash", "hang")
+STARTUP_TIMEOUT = 600
+"""Seconds a fresh worker may take to import what the cases need."""
 STATUSES = ("ok", "refused", *FAILURES)
 
 
@@ -57,6 +59,7 @@ class Outcome:
 def _serve(conn: Connection) -> None:  # pragma: no cover - runs in the worker
     from qidao.tools.fuzz_cases import run_case
 
+    conn.send("ready")  # the imports done: case timeouts count from here
     while True:
         try:
             request = conn.recv()
@@ -77,6 +80,18 @@ class _Worker:
         self.process = ctx.Process(target=_serve, args=(child,), daemon=True)
         self.process.start()
         child.close()
+        # a spawned worker imports qidao, NumPy, ONNX first: seconds, more on a busy
+        # machine; a case's timeout starts only once it is ready
+        try:
+            ready = self.conn.poll(STARTUP_TIMEOUT) and self.conn.recv() == "ready"
+        except (EOFError, ConnectionResetError):
+            ready = False
+        if not ready:
+            self.kill()
+            raise RuntimeError(
+                f"a fuzz worker did not start within {STARTUP_TIMEOUT} s "
+                f"(exit status {self.process.exitcode})"
+            )
 
     def run(self, kind: str, seed: int, timeout: float) -> tuple[str, str]:
         self.conn.send((kind, seed))
