@@ -37,6 +37,8 @@ from qidao.tools.fuzz_cases import KINDS
 FAILURES = ("wrong", "raw", "crash", "hang")
 STARTUP_TIMEOUT = 600
 """Seconds a fresh worker may take to import what the cases need."""
+DEATH_TIMEOUT = 60
+"""Seconds a worker whose pipe closed may take to exit (a core dump, say)."""
 STATUSES = ("ok", "refused", *FAILURES)
 
 
@@ -96,15 +98,16 @@ class _Worker:
     def run(self, kind: str, seed: int, timeout: float) -> tuple[str, str]:
         self.conn.send((kind, seed))
         try:
-            if self.conn.poll(timeout):
-                status, detail = self.conn.recv()
-                return str(status), str(detail)
+            if not self.conn.poll(timeout):
+                self.kill()
+                return "hang", f"no answer within {timeout:g} s"
+            status, detail = self.conn.recv()
+            return str(status), str(detail)
         except (EOFError, ConnectionResetError, BrokenPipeError):
-            pass
+            pass  # the pipe closed: the worker died (it may still be dumping core)
+        self.process.join(DEATH_TIMEOUT)
         if self.process.is_alive():
             self.kill()
-            return "hang", f"no answer within {timeout:g} s"
-        self.process.join()
         return "crash", f"the worker died (exit status {self.process.exitcode})"
 
     def kill(self) -> None:
