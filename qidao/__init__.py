@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from qidao.errors import (
     ArgumentError,
+    CheckError,
     ModelError,
     QidaoError,
     RecordsError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArgumentError",
+    "CheckError",
     "Compiled",
     "InternalCompilerError",
     "ModelError",

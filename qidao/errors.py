@@ -18,6 +18,9 @@ class                       raised when
 ``ArgumentError``           a compiled call's arguments (also a ``TypeError`` and a
                             ``ValueError``)
 ``ResourceError``           a compile would need more memory than the limit allows
+``CheckError``              a call of a model compiled with ``checks=True`` met an
+                            index out of range or an integer division by zero (names
+                            the node and the values; also a ``ValueError``)
 ``InternalCompilerError``   a bug in qidao (a pass built IR that does not verify):
                             names the pass and the op; please report it
 ==========================  ===========================================================
@@ -56,3 +59,8 @@ class ArgumentError(QidaoError, TypeError, ValueError):
 
 class ResourceError(QidaoError, MemoryError):
     """A compile that would need more memory than qidao's limit: names the node."""
+
+
+class CheckError(QidaoError, ValueError):
+    """A run-time check of ``qidao.compile(..., checks=True)`` failed: an index out
+    of its axis or an integer divisor of zero. Names the node and the values."""

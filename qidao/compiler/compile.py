@@ -90,7 +90,10 @@ def compile(
     ``schedule="default"``, applies the target's default schedule per kernel kind
     (``qidao.compiler.targets.cpu.defaults``, ``...cuda.defaults``;
     ``stats["default_schedule"]`` says what each kernel got and why);
-    ``schedule=None`` keeps the loops as lowered.
+    ``schedule=None`` keeps the loops as lowered. ``checks=True`` checks gather
+    indices and integer divisors at run time: a call raises ``qidao.CheckError``
+    naming the node where ONNX Runtime raises, instead of returning the defined
+    values of ``docs/semantics.md`` (the ``insert-checks`` pass).
 
     CPU options: ``opt_level`` (0-3, default 3) is LLVM's; ``records`` (a ``qidao
     tune`` JSON-lines file) gives each kernel with a record for its workload, this

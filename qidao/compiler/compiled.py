@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.compiler.checks import Checks
 from qidao.compiler.pipeline import check_stage, stage_names
 from qidao.runtime.executor import TensorSpec
 
@@ -52,12 +53,14 @@ class CompiledProgram:
         mode: str,
         recompile: Callable[[], CompiledProgram] | None = None,
         more_ir: Callable[[], dict[str, ModuleOp]] | None = None,
+        checks: Checks | None = None,
     ) -> None:
         """``stage_ir``: the IR of the stages kept as they ran; ``more_ir`` makes
         the others (the stages below the schedule, made again from its IR) when
         one is asked for. ``stage_ir`` None (a program loaded from the cache):
         ``recompile`` makes the same program with its IR, when the IR is asked
-        for."""
+        for. ``checks``: the run-time checks (``checks=True``) whose results the
+        program returns after the model's outputs."""
         assert stage_ir is not None or recompile is not None
         self._stages = stage_ir
         self._recompile = recompile
@@ -65,6 +68,7 @@ class CompiledProgram:
         self._rebuilt_program: CompiledProgram | None = None
         self.stats = stats
         self.mode = mode
+        self.checks = checks or Checks()
 
     def set_more_ir(self, more_ir: Callable[[], dict[str, ModuleOp]]) -> None:
         """Make the stages that were not kept with ``more_ir`` when asked for."""

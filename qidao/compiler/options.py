@@ -22,12 +22,15 @@ COMMON_OPTIONS: dict[str, Any] = {
     "schedule": "default",
     "verify": None,
     "algo": "auto",
+    "checks": False,
 }
 """Options every target takes, with their defaults: ``fuse`` (the fusion pass in
 graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
 a function of a ``Schedule``, a trace, or None), ``verify`` (``"stage"`` or
 ``"each"``) and ``algo`` (each convolution's algorithm: ``"auto"``, ``"benchmark"``
-or one of ``qidao.passes.graph.select_conv_algo.ALGORITHMS``)."""
+or one of ``qidao.passes.graph.select_conv_algo.ALGORITHMS``) and ``checks``
+(raise ``qidao.CheckError`` on an index out of range or an integer division by
+zero, as ONNX Runtime does: the ``insert-checks`` pass)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ def check_settings(
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     merged = {**known, **options}
     _check_algo(merged["algo"])
+    if not isinstance(merged["checks"], bool):
+        raise TypeError(f"checks must be True or False, got {merged['checks']!r}")
     return Settings(
         target=target,
         mode=mode,

@@ -84,6 +84,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
     Stage(
         "tg",
         (
+            Step("insert-checks", when="checks"),
             _graph("fold-constants"),
             _graph("simplify"),
             _graph("collapse-unary"),

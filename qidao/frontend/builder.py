@@ -38,7 +38,8 @@ IR for the same graph.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects import tg
+from qidao.dialects.tg.domain import SOURCE_ATTR, has_runtime_domain
 from qidao.dialects.tg.types import (
     dtype_name,
     element_type_of,
@@ -225,6 +227,18 @@ class Graph:
         self._input_names: list[str] = []
         self._outputs: list[tuple[str, Value]] = []
         self._module: ModuleOp | None = None
+        self._source: str | None = None
+
+    @contextmanager
+    def source(self, label: str) -> Iterator[None]:
+        """Label the ops appended inside with the model node they come from: the
+        ops with a run-time domain (``qidao.dialects.tg.domain``) carry it as
+        ``qd.source``, and a failed run-time check names it."""
+        outer, self._source = self._source, label
+        try:
+            yield
+        finally:
+            self._source = outer
 
     # ---- graph boundary ---------------------------------------------------------
 
@@ -791,5 +805,7 @@ class Graph:
 
     def _append(self, op: Operation) -> Value:
         self._check_open()
+        if self._source is not None and has_runtime_domain(op):
+            op.attributes[SOURCE_ATTR] = StringAttr(self._source)
         self._block.add_op(op)
         return Value(self, op.results[0])

@@ -290,7 +290,8 @@ class FxConverter(FxValues):
             raise GraphError("no converter")
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
-        result = entry.fn(self, *args, **kwargs)
+        with self.g.source(f"node '{node.name}' ({op_name(node.target)})"):
+            result = entry.fn(self, *args, **kwargs)
         if isinstance(result, Value):
             result.named(node.name)
         return result

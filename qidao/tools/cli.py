@@ -67,6 +67,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         mode=args.mode,
         fuse=not args.no_fuse,
         algo=args.algo,
+        checks=args.checks,
         **({"target": args.target} if args.target != "cpu" else {}),
     )
     from qidao.compiler.specialize import Specialized
@@ -151,7 +152,9 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    compiled = _compile(args.model, args.debug, mode=args.mode, algo=args.algo)
+    compiled = _compile(
+        args.model, args.debug, mode=args.mode, algo=args.algo, checks=args.checks
+    )
     inputs = _inputs(args, compiled)
     outputs = compiled(*inputs)  # a Specialized model compiles here
     for spec, out in zip(compiled.outputs, outputs, strict=True):
@@ -317,6 +320,15 @@ def _algo_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _checks_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--checks",
+        action="store_true",
+        help="check gather indices and integer divisors at run time and fail like "
+        "ONNX Runtime (qidao.CheckError) instead of clamping / giving 0",
+    )
+
+
 def _add_compile(sub: Any) -> None:
     p = sub.add_parser("compile", help="compile a model and print one stage")
     p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
@@ -343,6 +355,7 @@ def _add_compile(sub: Any) -> None:
     _mode_argument(p)
     p.add_argument("--no-fuse", action="store_true", help="skip the fusion pass")
     _algo_argument(p)
+    _checks_argument(p)
     p.add_argument("-o", "--output", help="write the stage to this file")
     p.set_defaults(run=cmd_compile)
 
@@ -355,6 +368,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--save", help="write the outputs to this .npz")
     _mode_argument(p)
     _algo_argument(p)
+    _checks_argument(p)
     p.set_defaults(run=cmd_run)
 
 
@@ -545,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from qidao.compiler.pipeline import InternalCompilerError
-    from qidao.errors import QidaoError
+    from qidao.errors import CheckError, QidaoError
     from qidao.frontend.errors import FrontendError
     from qidao.runtime.errors import ArgumentError
 
@@ -565,6 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "debug", None):  # --debug N: the traceback too
             raise
         print(f"qidao {args.command}: error: {err}", file=sys.stderr)
+        if isinstance(err, CheckError):  # the command was right; the data failed
+            return 1
     return 2
 
 

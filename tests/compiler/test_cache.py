@@ -151,6 +151,10 @@ CORRUPTIONS = {
         lambda f: _rewrite_meta(f / "meta.json", weights={"main_cst0": [64, 10**9]}),
         "outside",
     ),
+    "checks that do not read": (
+        lambda f: _rewrite_meta(f / "meta.json", checks=[{"kind": "bounds"}]),
+        "a check does not read",
+    ),
     "another target": (
         lambda f: _rewrite_meta(f / "meta.json", target="cuda"),
         "target",

@@ -232,3 +232,31 @@ def test_bad_inputs_files_are_one_clear_line(
     )
     assert main(["run", str(relu), "--inputs", str(one)]) == 0
     assert "y: shape [6] float32" in capsys.readouterr().out
+
+
+def test_run_with_checks_fails_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--checks``: an index out of range is one line naming the node, exit 1;
+    without it the call gives the clamped value."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["y"], name="lookup")],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [5]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    path = tmp_path / "gather.onnx"
+    onnx.save(helper.make_model(graph), path)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.arange(5, dtype=np.float32), i=np.array([1, 5]))
+    assert main(["run", str(path), "--inputs", str(inputs)]) == 0
+    assert "[1. 4.]" in capsys.readouterr().out
+    assert main(["run", str(path), "--inputs", str(inputs), "--checks"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Gather node 'lookup': index 5 is out of bounds" in err[0]

@@ -202,7 +202,8 @@ class Importer:
             )
             return
         try:
-            results = self._evaluate(node)
+            with self.graph.source(node.label):
+                results = self._evaluate(node)
         except GraphError as e:
             raise node.error(str(e)) from None
         except ResourceError as e:

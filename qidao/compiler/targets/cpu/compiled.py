@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
+from qidao.compiler.checks import Checks
 from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.host import entry_function, kernel_labels
 from qidao.passes.cpu.instrument_kernels import KERNELS_ATTR
@@ -38,11 +39,14 @@ class Compiled(CompiledProgram):
         weights: dict[str, np.ndarray[Any, Any]] | None = None,
         recompile: Callable[[], CompiledProgram] | None = None,
         more_ir: Callable[[], dict[str, ModuleOp]] | None = None,
+        checks: Checks | None = None,
     ) -> None:
         """``stage_ir`` and ``llvm_ir`` None: loaded from the compile cache;
         ``recompile`` makes them when they are asked for. ``llvm_ir`` alone None:
-        compiled part by part, ``jit`` links the parts' texts when asked for."""
-        super().__init__(stage_ir, stats, mode, recompile, more_ir)
+        compiled part by part, ``jit`` links the parts' texts when asked for.
+        ``checks``: the run-time checks whose results follow the outputs of
+        ``native`` (``checks=True``)."""
+        super().__init__(stage_ir, stats, mode, recompile, more_ir, checks)
         self._weights = weights  # the native code reads them: kept while it lives
         self._llvm_ir = llvm_ir
         self._jit = jit
@@ -55,10 +59,12 @@ class Compiled(CompiledProgram):
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
-        return self.native.outputs
+        return self.native.outputs[: len(self.native.outputs) - self.checks.results]
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
         """Run the model; checks count, dtype and shape of every input first."""
+        if self.checks.checks:
+            return self.checks.split(self._call(*arrays))
         return self._call(*arrays)  # type: ignore[no-any-return]
 
     def _text(self, stage: str) -> str:

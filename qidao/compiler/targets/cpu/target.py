@@ -9,6 +9,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.cache import CacheError, Entry
+from qidao.compiler.checks import Checks
 from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.debug import emit
 from qidao.compiler.host import ENTRY, host_stats, signature
@@ -74,6 +75,8 @@ class CpuTarget:
         processes for a model with many kernels), emit LLVM IR, JIT-compile it."""
         profile = bool(settings.options["profile"])
         inputs, outputs = signature(stage_ir["input"])
+        checks = Checks.of(stage_ir["tg"])
+        outputs += checks.specs()  # the checks' results follow the model's
         below = stages(self.name, SCHEDULE_STAGE)[1:]
         below = tuple(stage for stage in below if not stage.text)
         scheduled = stage_ir[SCHEDULE_STAGE]
@@ -131,7 +134,14 @@ class CpuTarget:
             )
 
         compiled = Compiled(
-            stage_ir, llvm_ir, jit, native, stats, settings.mode, lowered.weights
+            stage_ir,
+            llvm_ir,
+            jit,
+            native,
+            stats,
+            settings.mode,
+            lowered.weights,
+            checks=checks,
         )
         compiled.set_more_ir(more_ir)
         return compiled
@@ -147,6 +157,7 @@ class CpuTarget:
             "mode": compiled.mode,
             "inputs": [_spec_json(s) for s in compiled.inputs],
             "outputs": [_spec_json(s) for s in compiled.outputs],
+            "checks": compiled.checks.to_json(),
             "uses_openmp": uses_openmp(jit.source_ir),
             "stats": compiled.stats,
         }
@@ -165,6 +176,7 @@ class CpuTarget:
             outputs = [TensorSpec(**s) for s in meta["outputs"]]
             stats = dict(meta["stats"])
             mode = str(meta["mode"])
+            checks = Checks.from_json(meta["checks"])
         except (KeyError, TypeError, ValueError) as e:
             raise CacheError(f"its signature does not read ({e})") from e
         symbols = weight_symbols(entry.weights)
@@ -174,8 +186,18 @@ class CpuTarget:
             )
         except JitError as e:
             raise CacheError(str(e)) from e
-        native = NativeFunction(jit, ENTRY, inputs, outputs)
-        return Compiled(None, None, jit, native, stats, mode, entry.weights, recompile)
+        native = NativeFunction(jit, ENTRY, inputs, outputs + checks.specs())
+        return Compiled(
+            None,
+            None,
+            jit,
+            native,
+            stats,
+            mode,
+            entry.weights,
+            recompile,
+            checks=checks,
+        )
 
 
 def _spec_json(spec: TensorSpec) -> dict[str, Any]:

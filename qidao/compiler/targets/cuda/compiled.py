@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.compiler.checks import Checks
 from qidao.compiler.compiled import CompiledProgram
 from qidao.runtime.cuda import CudaFunction, CudaProgram, Device
 from qidao.runtime.executor import TensorSpec
@@ -24,8 +25,11 @@ class CompiledCuda(CompiledProgram):
         stats: dict[str, Any],
         mode: str,
         device: Device | str,
+        checks: Checks | None = None,
     ) -> None:
-        super().__init__(stage_ir, stats, mode)
+        """``checks``: the run-time checks whose results follow the model's outputs
+        among the program's (``checks=True``)."""
+        super().__init__(stage_ir, stats, mode, checks=checks)
         self.program = program
         self._device = device
         self._function: CudaFunction | None = None
@@ -36,7 +40,7 @@ class CompiledCuda(CompiledProgram):
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
-        return self.program.outputs
+        return self.program.outputs[: len(self.program.outputs) - self.checks.results]
 
     def load(self) -> CudaFunction:
         """Compile and load the kernels on the device (done by the first call)."""
@@ -45,7 +49,7 @@ class CompiledCuda(CompiledProgram):
         return self._function
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]:
-        return self.load()(*arrays)
+        return self.checks.split(self.load()(*arrays))
 
     def _text(self, stage: str) -> str:
         """``cuda``: the CUDA C source followed by the launch plan as comments."""

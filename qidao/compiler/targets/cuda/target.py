@@ -9,6 +9,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.cache import Entry
+from qidao.compiler.checks import Checks
 from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.debug import emit
 from qidao.compiler.options import Settings
@@ -85,7 +86,12 @@ class CudaTarget:
                 + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()),
             )
         return CompiledCuda(
-            stage_ir, program, stats, settings.mode, settings.options["device"]
+            stage_ir,
+            program,
+            stats,
+            settings.mode,
+            settings.options["device"],
+            Checks.of(stage_ir["tg"]),
         )
 
     def to_entry(self, compiled: CompiledProgram) -> Entry:
