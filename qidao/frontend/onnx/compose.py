@@ -117,6 +117,22 @@ def _ceil(im: Importer, node: Node) -> list[Value | Array]:
     return [g.neg(_floor(g, node, g.neg(x)))]
 
 
+@converter("Round")
+def _round(im: Importer, node: Node) -> list[Value | Array]:
+    """Round half to even (``np.round``), exact for every float: ``f = floor(x)``
+    (``_floor``), ``d = x - f`` (exact), one more where ``d > 0.5`` or ``d == 0.5``
+    and ``f`` is odd; a zero result takes x's sign (``round(-0.3) = -0.0``). From
+    ``_INTEGRAL_FROM`` on ``d`` is 0, and inf and NaN give themselves (``d`` is NaN,
+    every comparison false)."""
+    g, x = im.graph, im.input(node, 0)
+    f = _floor(g, node, x)
+    d = x - f
+    odd = g.equal(f - _floor(g, node, f * 0.5) * 2.0, 1.0)
+    up = g.logical_or(g.greater(d, 0.5), g.logical_and(g.equal(d, 0.5), odd))
+    r = f + g.cast(up, x.dtype)
+    return [g.where(g.equal(r, 0.0), x * 0.0, r)]
+
+
 @converter("Elu")
 def _elu(im: Importer, node: Node) -> list[Value | Array]:
     """``x if x > 0 else alpha * (exp(x) - 1)`` (alpha 1.0) as

@@ -114,17 +114,27 @@ def test_sign_of_the_smallest_subnormals() -> None:
     check(unary("Sign"), x=np.concatenate([tiny, _special()[: 24 - tiny.size]]))
 
 
-@pytest.mark.parametrize("op", ["Floor", "Ceil"])
+ROUNDING = {"Floor": np.floor, "Ceil": np.ceil, "Round": np.round}
+
+
+@pytest.mark.parametrize("op", list(ROUNDING))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_floor_and_ceil_are_exact_signed_zeros_included(op: str, dtype: type) -> None:
+def test_floor_ceil_and_round_are_exact_signed_zeros_included(
+    op: str, dtype: type
+) -> None:
     """Composed from a truncating cast (``_floor``): equal to NumPy's bit for bit, on
-    halves, both zeros, the largest non-integers, huge values, inf and NaN."""
+    halves (Round: half to even), both zeros, the largest non-integers, huge values,
+    inf, NaN and random values."""
     edge = float(np.nextafter(dtype(2.0 ** (23 if dtype == np.float32 else 52)), 0))
     x = np.array(
         [-0.0, 0.0, 0.3, -0.3, 2.5, -2.5, 1e-45, -1e-45, 3e9, -3e9, edge, -edge],
         dtype,
     )
-    x = np.concatenate([x, SPECIAL.astype(dtype)])
+    rng = np.random.default_rng(3)
+    halves = rng.integers(-100, 100, 64) / 2
+    x = np.concatenate(
+        [x, SPECIAL.astype(dtype), halves, rng.standard_normal(64) * 10, -0.5 - halves]
+    ).astype(dtype)
     tp = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
     graph = helper.make_graph(
         [helper.make_node(op, ["x"], ["y"])],
@@ -134,7 +144,7 @@ def test_floor_and_ceil_are_exact_signed_zeros_included(op: str, dtype: type) ->
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     (got,) = qidao.compile(model)(x)
-    want = np.floor(x) if op == "Floor" else np.ceil(x)
+    want = ROUNDING[op](x)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
