@@ -13,6 +13,10 @@ kind        the case
 graph       a random ONNX graph (a chain of elementwise ops, reductions, softmax,
             transposes and matmuls on random shapes, inputs with special values:
             +-0, +-inf, NaN, huge and tiny) compiled and compared with ONNX Runtime
+checks      a Gather, GatherElements, integer Div or Mod of random shapes, dtypes and
+            values (some indices outside the axis, some zero divisors) compiled with
+            ``checks=True``: it raises ``CheckError`` exactly where ONNX Runtime
+            raises, and matches ONNX Runtime elsewhere
 schedule    a small matmul or elementwise kernel with a random sequence of schedule
             primitives and arguments (legal or not): each refused primitive must be a
             ``ScheduleError``; the result must match NumPy
@@ -38,7 +42,15 @@ from typing import Any
 
 import numpy as np
 
-KINDS: tuple[str, ...] = ("graph", "schedule", "mlir", "onnx", "records", "cli")
+KINDS: tuple[str, ...] = (
+    "graph",
+    "checks",
+    "schedule",
+    "mlir",
+    "onnx",
+    "records",
+    "cli",
+)
 
 SPECIAL = np.array(
     [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 1e30, -1e30, 1e-30, 3.0],
@@ -470,6 +482,90 @@ def _cli_case(rng: np.random.Generator, folder: Path) -> Result:
     return "ok", line
 
 
+# --- checks: gathers and integer divisions with checks=True against ONNX Runtime -----
+
+INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _checks_model(rng: np.random.Generator) -> tuple[Any, dict[str, Any], str]:
+    """A Gather, GatherElements, Div or Mod on random shapes and values, some out of
+    the op's domain (indices outside the axis, zero divisors)."""
+    from onnx import TensorProto, helper
+
+    op = str(rng.choice(["Gather", "GatherElements", "Div", "Mod"]))
+    rank = int(rng.integers(1, 4))
+    shape = [int(d) for d in rng.integers(1, 6, size=rank)]
+    if op in ("Div", "Mod"):
+        dtype = np.dtype(str(rng.choice(INT_TYPES)))
+        low = 0 if dtype.kind == "u" else -100
+        a = rng.integers(low, 100, size=shape).astype(dtype)
+        b = rng.integers(low, 100, size=shape).astype(dtype)
+        zeros = rng.random(shape) < float(rng.choice([0.0, 0.05, 0.5]))
+        b[zeros] = 0
+        b[(b == 0) & ~zeros] = 1
+        inputs = {"a": a, "b": b}
+        out_type = helper.np_dtype_to_tensor_dtype(dtype)
+        node = helper.make_node(op, ["a", "b"], ["y"], name="n")
+    else:
+        axis = int(rng.integers(-rank, rank))
+        n = shape[axis]
+        ishape = (
+            [int(d) for d in rng.integers(0, 4, size=int(rng.integers(0, 3)))]
+            if op == "Gather"
+            else [int(rng.integers(1, d + 1)) for d in shape]
+        )
+        spread = int(rng.choice([n, 2 * n, 1000]))
+        indices = rng.integers(-spread, spread, size=ishape)
+        inside = rng.random(ishape) < float(rng.choice([1.0, 0.9]))
+        indices = np.where(inside, np.clip(indices, -n, n - 1), indices)
+        x = rng.standard_normal(shape).astype(np.float32)
+        inputs = {"x": x, "i": indices.astype(str(rng.choice(["int32", "int64"])))}
+        out_type = TensorProto.FLOAT
+        node = helper.make_node(op, ["x", "i"], ["y"], name="n", axis=axis)
+    infos = [
+        helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape
+        )
+        for name, v in inputs.items()
+    ]
+    graph = helper.make_graph(
+        [node], "fuzz", infos, [helper.make_tensor_value_info("y", out_type, None)]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model, inputs, op
+
+
+def _checks_case(rng: np.random.Generator, folder: Path) -> Result:
+    import onnxruntime as ort
+
+    import qidao
+
+    model, inputs, op = _checks_model(rng)
+    quiet = ort.SessionOptions()
+    quiet.log_severity_level = 4  # its error is compared, not logged
+    session = ort.InferenceSession(
+        model.SerializeToString(), quiet, providers=["CPUExecutionProvider"]
+    )
+    try:
+        (want,) = session.run(None, inputs)
+        theirs = ""
+    except Exception as err:  # ORT's own error: qidao must raise too
+        want, theirs = None, str(err).splitlines()[0][:120]
+    mode = str(rng.choice(["graph", "eager"]))
+    compiled = qidao.compile(model, checks=True, mode=mode)
+    try:
+        (got,) = compiled(*inputs.values())
+    except qidao.CheckError as err:
+        if want is None:
+            return "ok", f"{op}: both raise ({err})"[:300]
+        return "wrong", f"{op} ({mode}): CheckError '{err}', ONNX Runtime returns"
+    if want is not None:
+        diff = _close(got, want)
+        return ("wrong", f"{op} ({mode}): {diff}") if diff else ("ok", op)
+    return "wrong", f"{op} ({mode}): no CheckError, ONNX Runtime raises: {theirs}"
+
+
 # --- the harness's own checks ------------------------------------------------------
 
 
@@ -494,6 +590,7 @@ def _raw(rng: np.random.Generator, folder: Path) -> Result:
 
 CASES: dict[str, Callable[[np.random.Generator, Path], Result]] = {
     "graph": _graph_case,
+    "checks": _checks_case,
     "schedule": _schedule_case,
     "mlir": _mlir_case,
     "onnx": _onnx_case,

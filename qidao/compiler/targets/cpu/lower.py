@@ -54,7 +54,8 @@ KERNEL_ATTR = "qd.kernel"
 
 def compile_jobs() -> int:
     """Processes the lowering may use: ``$QIDAO_COMPILE_JOBS``, else the cores this
-    process may run on (1 where processes cannot be forked)."""
+    process may run on (1 where processes cannot be forked, and in a daemonic
+    process such as a ``multiprocessing.Pool`` worker, which may not start any)."""
     given = os.environ.get(JOBS_ENV)
     if given:
         try:
@@ -68,6 +69,8 @@ def compile_jobs() -> int:
         return jobs
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1  # Windows: the workers could not share the parent's IR
+    if multiprocessing.current_process().daemon:
+        return 1  # a multiprocessing.Pool worker: daemons may not start processes
     if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may use
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1

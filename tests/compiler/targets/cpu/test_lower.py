@@ -71,6 +71,26 @@ def test_parts_in_processes_run_the_same_program(
     assert "main_k3_" in spread.ir("llvm-opt") and "vfmadd" in spread.ir("asm")
 
 
+def _compile_and_run_in_worker(_: int) -> tuple[int, np.ndarray[Any, Any]]:
+    compiled = compile_many()
+    return compiled.stats["compile_processes"], compiled(X)[0]
+
+
+def test_a_pool_worker_lowers_in_its_own_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``multiprocessing.Pool`` worker is a daemon, which may not start processes
+    (``qidao fuzz`` found "daemonic processes are not allowed to have children"
+    from a model of eight kernels): it lowers the parts itself."""
+    import multiprocessing
+
+    monkeypatch.delenv("QIDAO_COMPILE_JOBS", raising=False)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        processes, result = pool.map(_compile_and_run_in_worker, [0])[0]
+    assert processes == 1
+    np.testing.assert_allclose(result, reference(), rtol=1e-5, atol=1e-6)
+
+
 def test_objects_pack_and_a_damaged_pack_is_refused() -> None:
     codes = [b"\x7fELF one", b"\x7fELF two", b"three"]
     blob = pack_objects(codes)
