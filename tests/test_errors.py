@@ -27,6 +27,18 @@ def _relu() -> Graph:
     return g
 
 
+def _take() -> Graph:
+    g = Graph("main")
+    g.output(g.take(g.input("x", (5,)), g.input("i", (1,), "int64"), 0))
+    return g
+
+
+def _div() -> Graph:
+    g = Graph("main")
+    g.output(g.div(g.input("a", (3,), "int32"), g.input("b", (3,), "int32")))
+    return g
+
+
 def _on_last_loop(method: str, *args: Any) -> Callable[[Any], None]:
     def schedule(s: Any) -> None:
         kernel = next(iter(s.kernels()))
@@ -98,6 +110,18 @@ CASES: dict[str, tuple[Callable[[Path], Any], type[BaseException]]] = {
         lambda _: qidao.compile(_relu())([[1.0]]),
         qidao.ArgumentError,
     ),
+    "checks=True and an index out of range": (
+        lambda _: qidao.compile(_take(), checks=True)(
+            np.zeros(5, np.float32), np.array([5])
+        ),
+        qidao.CheckError,
+    ),
+    "checks=True and an integer division by zero": (
+        lambda _: qidao.compile(_div(), checks=True)(
+            np.ones(3, np.int32), np.zeros(3, np.int32)
+        ),
+        qidao.CheckError,
+    ),
     "too many arguments": (
         lambda _: qidao.compile(_relu())(np.zeros((4, 41), np.float32), 1),
         qidao.ArgumentError,
@@ -127,11 +151,13 @@ def test_the_hierarchy() -> None:
         "RecordsError",
         "ArgumentError",
         "ResourceError",
+        "CheckError",
         "InternalCompilerError",
     ):
         assert issubclass(getattr(qidao, name), qidao.QidaoError), name
     assert issubclass(qidao.UnsupportedError, qidao.ModelError)
     assert issubclass(qidao.ArgumentError, TypeError | ValueError)
+    assert issubclass(qidao.CheckError, ValueError)
     from qidao.frontend.errors import FrontendError, UnsupportedOpsError
 
     assert issubclass(FrontendError, qidao.ModelError)
