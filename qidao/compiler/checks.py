@@ -32,11 +32,13 @@ from qidao.runtime.executor import TensorSpec
 @dataclass(frozen=True)
 class Check:
     """One check: ``kind`` (``index`` or ``divisor``), the node it guards
-    (``source``) and, for an index, the ``size`` of the axis."""
+    (``source``) and, for an index, the ``size`` of the axis and the lowest valid
+    index (``low``: ``-size``, or 0 where the source rejects negative indices)."""
 
     kind: str
     source: str
     size: int = 0
+    low: int = 0
 
     @property
     def results(self) -> int:
@@ -55,12 +57,12 @@ class Check:
             )
         highest, lowest = values[0], -values[1]
         n = self.size
-        if highest < n and lowest >= -n:
+        if highest < n and lowest >= self.low:
             return None
         bad = highest if highest >= n else lowest
         return (
             f"{self.source}: index {_int(bad)} is out of bounds for an axis of size "
-            f"{n} (valid indices are -{n} to {n - 1}); the indices range over "
+            f"{n} (valid indices are {self.low} to {n - 1}); the indices range over "
             f"[{_int(lowest)}, {_int(highest)}]"
         )
 
@@ -125,7 +127,8 @@ class Checks:
 
     def to_json(self) -> list[dict[str, Any]]:
         return [
-            {"kind": c.kind, "source": c.source, "size": c.size} for c in self.checks
+            {"kind": c.kind, "source": c.source, "size": c.size, "low": c.low}
+            for c in self.checks
         ]
 
     @staticmethod
@@ -139,10 +142,14 @@ class Checks:
                 isinstance(entry, dict)
                 and entry.get("kind") in RESULTS_PER_KIND
                 and isinstance(entry.get("source"), str)
-                and isinstance(entry.get("size"), int)
-                and not isinstance(entry.get("size"), bool)
-                and entry["size"] >= 0
+                and all(
+                    isinstance(entry.get(k), int) and not isinstance(entry[k], bool)
+                    for k in ("size", "low")
+                )
+                and -entry["size"] <= entry["low"] <= 0 <= entry["size"]
             ):
                 raise ValueError(f"a check does not read: {entry!r}")
-            checks.append(Check(entry["kind"], entry["source"], entry["size"]))
+            checks.append(
+                Check(entry["kind"], entry["source"], entry["size"], entry["low"])
+            )
         return Checks(tuple(checks))

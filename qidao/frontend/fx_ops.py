@@ -32,7 +32,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch
+from xdsl.dialects.builtin import UnitAttr
 
+from qidao.dialects import tg
+from qidao.dialects.tg.domain import NONNEGATIVE_ATTR
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.errors import GraphError
 
@@ -932,12 +935,12 @@ def _embedding(
 ) -> Value:
     """``weight[indices]``: the rows of the table, ``tg.take`` along axis 0
     (``padding_idx`` and the rest only shape gradients)."""
-    return cv.g.take(cv.tensor(weight), _index_value(cv, indices), 0)
+    return _nonnegative(cv.g.take(cv.tensor(weight), _index_value(cv, indices), 0))
 
 
 @converter(aten.index_select.default, index_args=(2,))
 def _index_select(cv: FxValues, x: Arg, dim: int, index: Arg) -> Value:
-    return cv.g.take(cv.tensor(x), _index_value(cv, index), dim)
+    return _nonnegative(cv.g.take(cv.tensor(x), _index_value(cv, index), dim))
 
 
 @converter(aten.gather.default, index_args=(2,))
@@ -945,7 +948,18 @@ def _gather(
     cv: FxValues, x: Arg, dim: int, index: Arg, sparse_grad: bool = False
 ) -> Value:
     """``torch.gather``: ``tg.gather_elements``."""
-    return cv.g.gather_elements(cv.tensor(x), _index_value(cv, index), dim)
+    gathered = cv.g.gather_elements(cv.tensor(x), _index_value(cv, index), dim)
+    return _nonnegative(gathered)
+
+
+def _nonnegative(value: Value) -> Value:
+    """Mark the gather making ``value``: PyTorch raises on a negative index of
+    ``embedding``, ``index_select`` and ``gather`` (not of ``x[:, i]``), so
+    ``checks=True`` does too (``qidao.dialects.tg.domain``)."""
+    owner = value.ssa.owner
+    if isinstance(owner, tg.TakeOp | tg.GatherElementsOp):  # not a folded constant
+        owner.attributes[NONNEGATIVE_ATTR] = UnitAttr()
+    return value
 
 
 def _check_index(*args: Any, **kwargs: Any) -> str | None:

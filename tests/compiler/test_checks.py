@@ -163,6 +163,32 @@ def test_torch_embedding() -> None:
         compiled(bad)
 
 
+def test_torch_ops_that_reject_negative_indices() -> None:
+    """PyTorch's embedding, index_select and gather raise on a negative index;
+    ``x[:, i]`` counts it from the end. ``checks=True`` follows each."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(12.0).reshape(3, 4)
+    row, column = torch.tensor([-1]), torch.tensor([[-1], [0], [0]])
+    ops = {
+        "embedding": (lambda i: torch.nn.functional.embedding(i, x), row),
+        "index_select": (lambda i: torch.index_select(x, 0, i), row),
+        "gather": (lambda i: torch.gather(x, 1, i), column),
+        "index": (lambda i: x[:, i], row),
+    }
+    for name, (fn, negative) in ops.items():
+        good = negative.abs()
+        compiled = qidao.compile(fn, example_inputs=(good,), checks=True)
+        torch.testing.assert_close(compiled(good), fn(good))
+        try:
+            want = fn(negative)
+        except (IndexError, RuntimeError):  # PyTorch rejects it: so must qidao
+            with pytest.raises(qidao.CheckError, match="valid indices are 0 to"):
+                compiled(negative)
+        else:
+            assert name == "index"
+            torch.testing.assert_close(compiled(negative), want)
+
+
 def test_cuda_emulator() -> None:
     proto = model(GATHER, {"x": X, "i": np.array([1, 2], np.int64)})
     compiled: Any = qidao.compile(proto, target="cuda", device="emulate", checks=True)

@@ -11,7 +11,8 @@ No verifier can see a run-time value, so the kernels define these cases rather t
 trap. The ``insert-checks`` pass (``qidao.compile(..., checks=True)``) adds the
 run-time checks that report them instead, naming the op by ``SOURCE_ATTR``: the
 frontends set it on these ops to the node they came from (``Gather node 'g0'``,
-``node 'embedding' (aten.embedding)``).
+``node 'embedding' (aten.embedding)``), and ``NONNEGATIVE_ATTR`` where the source
+op's indices may not be negative.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from qidao.dialects.tg.types import kind_of
 
 SOURCE_ATTR = "qd.source"
 """A ``StringAttr`` on an op with a run-time domain: the model node it came from."""
+
+NONNEGATIVE_ATTR = "qd.nonnegative_indices"
+"""A ``UnitAttr`` on a gather whose source rejects negative indices (PyTorch's
+``embedding``, ``index_select`` and ``gather``): its checked range is ``[0, n)``,
+not ``[-n, n)``. The op itself still wraps a negative index."""
 
 
 def has_runtime_domain(op: Operation) -> bool:

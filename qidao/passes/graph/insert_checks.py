@@ -11,17 +11,19 @@ only if none did.
 
 - ``tg.take`` / ``tg.gather_elements`` on an axis of ``n`` entries: the largest
   index and the largest negated index (so the smallest is minus that), as ``f64``
-  scalars; the call fails if the largest is ``>= n`` or the smallest ``< -n``.
+  scalars; the call fails if the largest is ``>= n`` or the smallest ``< -n``
+  (``< 0`` where the op has ``qd.nonnegative_indices``: PyTorch's ``embedding``,
+  ``index_select`` and ``gather`` reject negative indices).
   (The indices are cast to ``f64`` first, where negation cannot overflow; the
   comparison stays exact, since rounding keeps the order and ``n < 2^53``.)
 - ``tg.div`` on integers: the count of zero divisors, as an ``f64`` scalar.
 
 The function's ``qd.checks`` lists the checks in result order (``kind``,
-``source``: the op's ``qd.source`` or its description, ``size`` of the axis);
-``qd.output_names`` names the new results ``check<k>_<what>``. The checks are
-ordinary tg ops (a subtraction, casts, reductions) that the later graph passes fuse
-and fold like any other, so a check on constant operands costs nothing. No check is
-added where it cannot fail: an empty operand, constant indices inside the axis, a
+``source``: the op's ``qd.source`` or its description, ``size`` of the axis and
+``low``, the lowest valid index); ``qd.output_names`` names the new results
+``check<k>_<what>``. The checks are ordinary tg ops (casts, negations, comparisons,
+reductions) that the later graph passes fuse and fold like any other. No check is
+added where it cannot fail: an empty operand, constant indices inside the range, a
 constant divisor without a zero. The ops themselves are unchanged (they still clamp
 and still give 0), so a failed call has read no memory outside its tensors.
 
@@ -34,7 +36,7 @@ func.func @main(%x: tensor<5xf32>, %i: tensor<2xi64>) -> tensor<2xf32> attribute
 ```
 After:
 ```mlir
-func.func @main(%x: tensor<5xf32>, %i: tensor<2xi64>) -> (tensor<2xf32>, tensor<f64>, tensor<f64>) attributes {qd.output_names = ["y", "check0_max", "check0_neg_min"], qd.checks = [{kind = "index", source = "Gather node 'g'", size = 5 : i64}]} {
+func.func @main(%x: tensor<5xf32>, %i: tensor<2xi64>) -> (tensor<2xf32>, tensor<f64>, tensor<f64>) attributes {qd.output_names = ["y", "check0_max", "check0_neg_min"], qd.checks = [{kind = "index", source = "Gather node 'g'", size = 5 : i64, low = -5 : i64}]} {
   %0 = tg.cast %i : tensor<2xi64> -> tensor<2xf64>
   %1 = tg.neg %0 : tensor<2xf64> -> tensor<2xf64>
   %2 = tg.reduce_max %0 axes = [0] : tensor<2xf64> -> tensor<f64>
@@ -66,7 +68,11 @@ from xdsl.passes import ModulePass
 
 from qidao.dialects import tg
 from qidao.dialects.tg.base import tensor
-from qidao.dialects.tg.domain import SOURCE_ATTR, has_runtime_domain
+from qidao.dialects.tg.domain import (
+    NONNEGATIVE_ATTR,
+    SOURCE_ATTR,
+    has_runtime_domain,
+)
 from qidao.dialects.tg.types import dtype_name
 from qidao.errors import UnsupportedError
 
@@ -138,18 +144,18 @@ def _check(op: Operation) -> tuple[DictionaryAttr, list[SSAValue]] | None:
     attr: dict[str, str | int]
     if isinstance(op, tg.TakeOp | tg.GatherElementsOp):
         size = tensor(op.input).get_shape()[op.normalized_axis()]
+        low = 0 if NONNEGATIVE_ATTR in op.attributes else -size
         indices = op.indices
         constant = _constant(indices)
         if _empty(indices) or (
-            constant is not None
-            and bool(np.all((constant >= -size) & (constant < size)))
+            constant is not None and bool(np.all((constant >= low) & (constant < size)))
         ):
             return None
         as_float = tg.CastOp(indices, f64)
         negated = tg.NegOp(as_float.result)
         ops += [as_float, negated]
         values = [_reduce(tg.ReduceMaxOp, v, ops) for v in (as_float, negated)]
-        attr = {"kind": "index", "source": label, "size": size}
+        attr = {"kind": "index", "source": label, "size": size, "low": low}
     else:
         assert isinstance(op, tg.DivOp)
         divisor = op.rhs

@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @gather
 // CHECK-SAME:    -> (tensor<2xf32>, tensor<f64>, tensor<f64>)
 // CHECK-SAME:    qd.output_names = ["y", "check0_max", "check0_neg_min"]
-// CHECK-SAME:    qd.checks = [{kind = "index", source = "Gather node 'g'", size = 5 : i64}]
+// CHECK-SAME:    qd.checks = [{kind = "index", source = "Gather node 'g'", size = 5 : i64, low = -5 : i64}]
 // CHECK-NEXT:    %[[F:.*]] = tg.cast %i : tensor<2xi64> -> tensor<2xf64>
 // CHECK-NEXT:    %[[N:.*]] = tg.neg %[[F]] : tensor<2xf64> -> tensor<2xf64>
 // CHECK-NEXT:    %[[HI:.*]] = tg.reduce_max %[[F]] axes = [0] : tensor<2xf64> -> tensor<f64>
@@ -24,7 +24,7 @@ func.func @gather(%x: tensor<5xf32>, %i: tensor<2xi64>) -> tensor<2xf32> attribu
 // gather_elements checks its axis (1, of size 4); an op without qd.source is
 // described by its operands. A rank-2 index tensor is reduced over both axes.
 // CHECK-LABEL: func.func @gather_elements
-// CHECK-SAME:    qd.checks = [{kind = "index", source = "tg.gather_elements of (tensor<3x4xf32>, tensor<3x2xi32>) on axis 1", size = 4 : i64}]
+// CHECK-SAME:    qd.checks = [{kind = "index", source = "tg.gather_elements of (tensor<3x4xf32>, tensor<3x2xi32>) on axis 1", size = 4 : i64, low = -4 : i64}]
 // CHECK:         tg.cast %i : tensor<3x2xi32> -> tensor<3x2xf64>
 // CHECK:         tg.reduce_max %{{.*}} axes = [0, 1] : tensor<3x2xf64> -> tensor<f64>
 // CHECK:         tg.gather_elements
@@ -87,4 +87,15 @@ func.func @constant_out_of_range(%x: tensor<5xf32>) -> tensor<2xf32> {
   %ci = tg.constant dense<[4, 5]> : tensor<2xi64>
   %g = tg.take %x, %ci axis = 0 : (tensor<5xf32>, tensor<2xi64>) -> tensor<2xf32>
   func.return %g : tensor<2xf32>
+}
+
+// A gather whose source rejects negative indices (PyTorch's embedding) is checked
+// against [0, n); constant indices with a negative one then keep their check.
+// CHECK-LABEL: func.func @nonnegative
+// CHECK-SAME:    qd.checks = [{kind = "index", source = "tg.take of (tensor<5xf32>, tensor<2xi64>) on axis 0", size = 5 : i64, low = 0 : i64}, {kind = "index", {{.*}}, low = 0 : i64}]
+func.func @nonnegative(%x: tensor<5xf32>, %i: tensor<2xi64>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %g = tg.take %x, %i axis = 0 {qd.nonnegative_indices} : (tensor<5xf32>, tensor<2xi64>) -> tensor<2xf32>
+  %ci = tg.constant dense<[4, -1]> : tensor<2xi64>
+  %h = tg.take %x, %ci axis = 0 {qd.nonnegative_indices} : (tensor<5xf32>, tensor<2xi64>) -> tensor<2xf32>
+  func.return %g, %h : tensor<2xf32>, tensor<2xf32>
 }
