@@ -24,6 +24,7 @@ from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, i1
 
+from qidao.compiler.host import ENTRY
 from qidao.passes.cpu.llvm.memref import ALIGNMENT
 from qidao.passes.schedule.loops.nest import ROLLED_ATTR
 
@@ -104,16 +105,39 @@ def aligned_bytes(value: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
 
 def _translate(module: ModuleOp, external: set[str]) -> str:
     ir_module = convert_module(module, fallback_target_triple=host_triple())
-    for op in module.ops:
-        if isinstance(op, llvm.FuncOp) and op.body.blocks:
-            fn = ir_module.get_global(op.sym_name.data)
-            _name_values(op, fn)
-            _keep_rolled(op, fn)
+    defined = {
+        op.sym_name.data: op
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp) and op.body.blocks
+    }
+    for name, op in defined.items():
+        fn = ir_module.get_global(name)
+        _name_values(op, fn)
+        _keep_rolled(op, fn)
+    for kernel in _kernels_of_host(defined):
+        ir_module.get_global(kernel).attributes.add("noinline")
     for name in external:
         variable = ir_module.get_global(name)
         assert isinstance(variable, ir.GlobalVariable)
         variable.align = ALIGNMENT  # emit_program's arrays are aligned to it
     return str(ir_module)
+
+
+def _kernels_of_host(defined: dict[str, llvm.FuncOp]) -> set[str]:
+    """The functions the host program ``@main`` calls (its kernels): they stay
+    calls, never inlined. Inlined, a host of N kernel calls became one function of N
+    loop nests, and LLVM's -O3 time grows with its square: 500 calls of 8 distinct
+    kernels took 11.5 s to optimize and compile, 0.12 s not inlined (a call costs
+    a few nanoseconds; a kernel runs for microseconds at least)."""
+    host = defined.get(ENTRY)
+    if host is None:
+        return set()
+    called = {
+        op.callee.string_value()
+        for op in host.walk()
+        if isinstance(op, llvm.CallOp) and op.callee is not None
+    }
+    return called & set(defined)
 
 
 def _keep_rolled(op: llvm.FuncOp, fn: ir.Function) -> None:
