@@ -34,7 +34,8 @@ The JIT loads ``libgomp.so.1`` (``qidao.runtime.cpu``) when the IR calls it.
 Preconditions: runs after ``lower-affine`` and before ``lower-scf-to-cf``; a
 marked loop has no iter_args and no marked loop inside it (the ``parallel`` pass
 guarantees both; this pass checks again). Captured values are memrefs, index,
-integers, floats or ``!llvm.ptr``.
+integers, floats or ``!llvm.ptr``; a captured ``vector.broadcast`` is made again
+inside the loop from its scalar.
 
 Cost, measured on this project's machine (AMD EPYC znver5, 2 vCPUs under KVM, the
 system's libgomp from GCC 12). A 1024-float32 add ``x + y`` whose loop is parallel,
@@ -124,7 +125,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, llvm, memref, scf
+from xdsl.dialects import arith, builtin, func, llvm, memref, scf, vector
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -228,6 +229,31 @@ def _captured(loop: scf.ForOp) -> list[SSAValue]:
     return seen
 
 
+def _sink_broadcasts(loop: scf.ForOp) -> None:
+    """Make each ``vector.broadcast`` the loop uses from outside again at the top of
+    its body (a vector cannot be passed to the threads; its scalar can). The
+    ``vectorize`` primitive hoists the splats of a kernel's constants out of its
+    loops, so a loop outside the vectorized one that is made parallel afterwards
+    meets them (``qidao fuzz --kinds schedule --seed 40006``); LLVM hoists the copy
+    out of the body's loop again."""
+    block = loop.body.block
+    first = block.first_op
+    assert first is not None
+    copies: dict[SSAValue, SSAValue] = {}
+    for op in list(loop.body.walk()):
+        for k, value in enumerate(op.operands):
+            owner = value.owner
+            if not isinstance(owner, vector.BroadcastOp) or _defined_inside(
+                value, loop
+            ):
+                continue
+            if value not in copies:
+                copy = owner.clone()
+                block.insert_op_before(copy, first)
+                copies[value] = copy.results[0]
+            op.operands[k] = copies[value]
+
+
 def _used_in_body(loop: scf.ForOp) -> set[SSAValue]:
     return {value for op in loop.body.walk() for value in op.operands}
 
@@ -299,6 +325,7 @@ class _Outliner:
                     "parallel loop; nested parallel loops are not supported"
                 )
         self.name = ""
+        _sink_broadcasts(loop)
         captured = _captured(loop)
         self.constants = [v for v in captured if _is_constant(v)]
         self.slots = [v for v in captured if not _is_constant(v)]

@@ -285,3 +285,28 @@ def test_parallel_outer_loop_of_a_vectorized_matmul() -> None:
     b = rng.standard_normal((32, 48), dtype=np.float32)
     np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)
     assert "GOMP_parallel" in compiled.ir("llvm")
+
+
+@pytest.mark.parametrize("order", ["vectorize first", "parallel first"])
+def test_the_vectorized_loop_made_parallel(order: str) -> None:
+    """``vectorize`` hoists the splats of the kernel's constants (2.0, 1.0) out of
+    its loop; made parallel afterwards, the loop's body makes them again from the
+    scalars (a vector cannot be passed to the threads: qidao fuzz --kinds schedule
+    --seed 40006 was refused)."""
+    g = Graph("main")
+    x = g.input("x", (5, 48))
+    g.output(g.tanh(x * 2.0) + 1.0)
+
+    def schedule(s: Schedule) -> None:
+        kernel = next(iter(s.kernels()))
+        steps = [lambda: s.vectorize(kernel, "i1", 8), lambda: s.parallel(kernel, "i1")]
+        for step in steps if order == "vectorize first" else steps[::-1]:
+            step()
+
+    compiled: Any = qidao.compile(g, schedule=schedule, threads=2)
+    assert "vector.broadcast" in compiled.ir("schedule")
+    assert "GOMP_parallel" in compiled.ir("llvm")
+    xs = np.random.default_rng(5).standard_normal((5, 48)).astype(np.float32)
+    np.testing.assert_allclose(
+        compiled(xs)[0], np.tanh(xs * 2) + 1, rtol=1e-5, atol=1e-6
+    )

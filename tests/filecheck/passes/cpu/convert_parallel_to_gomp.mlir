@@ -103,6 +103,30 @@ func.func @serial(%x: memref<64xf32>) {
   func.return
 }
 
+// A vector cannot be passed to the threads: a splat the vectorize primitive hoisted
+// out of the loop is made again at the top of the body, from its scalar, which is
+// passed (a constant would be cloned). (qidao fuzz --kinds schedule --seed 40006.)
+// CHECK-LABEL: func.func @splat(
+// CHECK:         llvm.store %two, %{{.*}} : f32, !llvm.ptr
+// CHECK:         llvm.call @GOMP_parallel
+// CHECK-LABEL: func.func private @splat_i_par_body(%two: f32, %x: memref<64xf32>, %y: memref<64xf32>, %i_lo: index, %i_hi: index) {
+// CHECK:         scf.for %i = %i_lo to %i_hi step %s {
+// CHECK-NEXT:      %[[B:.*]] = vector.broadcast %two : f32 to vector<8xf32>
+// CHECK-NEXT:      %v = vector.load %x[%i] : memref<64xf32>, vector<8xf32>
+// CHECK-NEXT:      %w = arith.mulf %v, %[[B]] : vector<8xf32>
+func.func @splat(%x: memref<64xf32>, %y: memref<64xf32>, %two: f32) {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 64 : index
+  %s = arith.constant 8 : index
+  %b = vector.broadcast %two : f32 to vector<8xf32>
+  scf.for %i = %lb to %ub step %s {
+    %v = vector.load %x[%i] : memref<64xf32>, vector<8xf32>
+    %w = arith.mulf %v, %b : vector<8xf32>
+    vector.store %w, %y[%i] : memref<64xf32>, vector<8xf32>
+  } {qd.loop = "i", qd.parallel}
+  func.return
+}
+
 // libgomp's entry points, declared once.
 // CHECK:       llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
 // CHECK-NEXT:  llvm.func @omp_get_num_threads() -> i32
@@ -116,3 +140,4 @@ func.func @serial(%x: memref<64xf32>) {
 // LLVM-LABEL: llvm.func @k_i_par(%ctx{{.*}}: !llvm.ptr) {
 // LLVM-NOT:     unrealized_conversion_cast
 // LLVM:         llvm.call @k_i_par_body(
+
