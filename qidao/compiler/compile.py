@@ -100,7 +100,9 @@ def compile(
     CPU and ``threads`` its best tuned trace; the other kernels get ``schedule``
     (``stats["records"]`` says which got what); ``profile=True`` times every kernel
     (``Compiled.profile``). CUDA options: ``device`` (``"cuda"``, or ``"emulate"``:
-    the same CUDA C run on the CPU).
+    the same CUDA C run on the CPU); ``records`` (a ``qidao tune --target cuda``
+    file) as on the CPU, its records keyed by the GPU's model and compute
+    capability (``"emulator"`` for ``device="emulate"``).
 
     ``weights`` (an ONNX model only: a ``.safetensors`` path or a dict of arrays)
     binds the model's initializers and graph inputs by name to those tensors

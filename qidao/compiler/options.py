@@ -23,6 +23,7 @@ COMMON_OPTIONS: dict[str, Any] = {
     "verify": None,
     "algo": "auto",
     "checks": False,
+    "tensor_cores": None,
 }
 """Options every target takes, with their defaults: ``fuse`` (the fusion pass in
 graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
@@ -30,7 +31,14 @@ a function of a ``Schedule``, a trace, or None), ``verify`` (``"stage"`` or
 ``"each"``) and ``algo`` (each convolution's algorithm: ``"auto"``, ``"benchmark"``
 or one of ``qidao.passes.graph.select_conv_algo.ALGORITHMS``) and ``checks``
 (raise ``qidao.CheckError`` on an index out of range or an integer division by
-zero, as ONNX Runtime does: the ``insert-checks`` pass)."""
+zero, as ONNX Runtime does: the ``insert-checks`` pass) and ``tensor_cores``
+(``target="cuda"`` only: ``"tf32"`` or ``"fp16"`` runs the default schedule's
+matmuls on tensor cores in that precision, ``targets/cuda/tensor_cores.py``;
+None keeps them fp32)."""
+
+TENSOR_CORES: tuple[str, ...] = ("tf32", "fp16")
+"""The values of ``tensor_cores`` besides None: the inputs' precision on the tensor
+cores (the products accumulate in f32)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ def check_settings(
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     merged = {**known, **options}
     _check_algo(merged["algo"])
+    _check_tensor_cores(merged["tensor_cores"], target, merged["schedule"])
     if not isinstance(merged["checks"], bool):
         raise TypeError(f"checks must be True or False, got {merged['checks']!r}")
     return Settings(
@@ -86,6 +95,27 @@ def check_settings(
         verify=verify_policy(merged["verify"]),
         options=merged,
     )
+
+
+def _check_tensor_cores(precision: object, target: str, schedule: object) -> None:
+    if precision is None:
+        return
+    if precision not in TENSOR_CORES:
+        raise ValueError(
+            "tensor_cores must be None (fp32), "
+            f"{' or '.join(repr(p) for p in TENSOR_CORES)}; got {precision!r}"
+        )
+    if target != "cuda":
+        raise ValueError(
+            f"tensor_cores={precision!r} asks for NVIDIA tensor cores, which only "
+            f"target='cuda' has; target={target!r} computes matmuls in fp32"
+        )
+    if not (isinstance(schedule, str) and schedule == "default"):
+        raise ValueError(
+            f"tensor_cores={precision!r} picks the precision of the default "
+            "schedule's matmuls, and schedule= is given: tensorize its tiles "
+            "instead (Schedule.tensorize)"
+        )
 
 
 def _check_algo(algo: object) -> None:

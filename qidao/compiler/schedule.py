@@ -193,6 +193,13 @@ class Schedule:
         ``parallel``) or ``"blockIdx.x"``/``"threadIdx.x"`` (and ``y``, ``z``) for
         the GPU (see ``qidao/passes/schedule/bind.py``)."""
 
+    @primitive("block-stride")
+    def block_stride(self, kernel: str, threads: int, *loops: str) -> None:
+        """Deal each of ``loops``' iterations out to ``threads`` threads of
+        ``threadIdx.x`` (thread ``t`` takes ``t``, ``t + threads``, ...); the values
+        they carry are reductions combined across them (see
+        ``qidao/passes/schedule/block_stride.py``)."""
+
     @primitive("cache-read")
     def cache_read(self, kernel: str, loop: str, buffer: str) -> None:
         """Stage the tile of the input ``buffer`` (a kernel argument's name, e.g.
@@ -204,6 +211,13 @@ class Schedule:
         """Accumulate the tile of the memref that ``loop``'s body writes in a local
         buffer, copied in at the top of the body and back at its end (see
         ``qidao/passes/schedule/cache_write.py``)."""
+
+    @primitive("tensorize")
+    def tensorize(self, kernel: str, loop: str, intrinsic: str) -> None:
+        """Run the 16 x 16 matmul tile headed by ``loop`` as one warp's tensor-core
+        operation, ``intrinsic`` ``"wmma_tf32"`` (16 x 16 x 8) or ``"wmma_f16"``
+        (16 x 16 x 16), f32 accumulation (see
+        ``qidao/passes/schedule/tensorize.py``)."""
 
     @primitive("compute-at")
     def compute_at(self, kernel: str, nest: str, loop: str) -> None:

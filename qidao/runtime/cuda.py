@@ -27,7 +27,9 @@ Two devices run a program:
   the same source as C++20 with ``g++`` and an emulation header, and runs the grid
   on the CPU: the threads of a block are real threads (``std::thread``), with
   ``threadIdx``/``blockIdx`` thread-local, ``__shared__`` arrays as static
-  arrays shared by them, and ``__syncthreads()`` a ``std::barrier``; the blocks
+  arrays shared by them, ``__syncthreads()`` a ``std::barrier``, and
+  ``__shfl_xor_sync`` an exchange through a warp's 32 slots between two arrivals
+  at the warp's own barrier (each 32 consecutive threads of the block); the blocks
   run one after the other (the same threads, a barrier between two blocks, so a
   block's ``__shared__`` arrays are free when the next one starts). A missing
   barrier shows as a wrong result (or as a different one from run to run), up to
@@ -50,6 +52,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from qidao.errors import QidaoError
+from qidao.runtime.cuda_emulate_wmma import wmma_emulation
 from qidao.runtime.errors import ArgumentError
 from qidao.runtime.executor import TensorSpec, dtype_mismatch
 
@@ -283,9 +286,22 @@ EMULATION_HEADER = r"""// qidao: CUDA C on the CPU, a block's threads as threads
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <algorithm>
 #include <barrier>
+#include <deque>
 #include <thread>
 #include <vector>
+// CUDA's vector types, for the wide loads and stores of vectorized loops
+// (qidao/compiler/targets/cuda/emit/vectors.py): aligned to their size, as on a GPU.
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+struct __attribute__((aligned(8))) float2 { float x, y; };
+struct __attribute__((aligned(16))) double2 { double x, y; };
+static inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline double2 make_double2(double x, double y) { return {x, y}; }
+// (end of the vector types)
 struct qd_uint3 { unsigned int x, y, z; };
 static thread_local qd_uint3 blockIdx, threadIdx;
 static qd_uint3 blockDim, gridDim;
@@ -296,6 +312,25 @@ static std::barrier<>* qd_block_barrier;
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 static inline void __syncthreads() { qd_block_barrier->arrive_and_wait(); }
+// Warp shuffles: each warp of the block exchanges through 32 slots, between two
+// arrivals at the warp's own barrier (every lane of the warp must call it, as the
+// full mask 0xffffffff says on a GPU).
+struct qd_warp { std::barrier<>* bar; unsigned char slot[32][8]; };
+static qd_warp* qd_warps;
+static inline unsigned qd_linear_tid() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+  const unsigned t = qd_linear_tid(), lane = t % 32;
+  qd_warp& w = qd_warps[t / 32];
+  memcpy(w.slot[lane], &v, sizeof(T));
+  w.bar->arrive_and_wait();
+  T other;
+  memcpy(&other, w.slot[lane ^ (unsigned)lane_mask], sizeof(T));
+  w.bar->arrive_and_wait();
+  return other;
+}
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
 static inline double __longlong_as_double(long long b) {
   double d; memcpy(&d, &b, 8); return d;
@@ -317,7 +352,8 @@ class EmulatedDevice:
         self._keep: list[Any] = []
 
     def load(self, program: CudaProgram) -> None:
-        text = EMULATION_HEADER + program.source + _emulation_wrappers(program)
+        text = EMULATION_HEADER + wmma_emulation(program.source) + program.source
+        text += _emulation_wrappers(program)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         folder = Path(tempfile.gettempdir()) / "qidao-cuda-emulate"
         folder.mkdir(exist_ok=True)
@@ -376,6 +412,12 @@ def _emulation_wrappers(program: CudaProgram) -> str:
             "  const unsigned n = d[3] * d[4] * d[5];",
             "  std::barrier<> barrier(n);",
             "  qd_block_barrier = &barrier;",
+            "  std::deque<std::barrier<>> warp_barriers;",
+            "  std::vector<qd_warp> warps((n + 31) / 32);",
+            "  for (unsigned w = 0; w < warps.size(); ++w)",
+            "    warps[w].bar = &warp_barriers.emplace_back("
+            "std::min<std::ptrdiff_t>(32, n - 32 * w));",
+            "  qd_warps = warps.data();",
             "  auto thread = [&](unsigned t) {",
             "    threadIdx = {t % d[3], t / d[3] % d[4], t / (d[3] * d[4])};",
             "    for (unsigned bz = 0; bz < d[2]; ++bz)",

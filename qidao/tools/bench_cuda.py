@@ -1,284 +1,131 @@
 """``qidao bench-cuda``: qidao's CUDA C against PyTorch eager on one GPU.
 
-    qidao bench-cuda                         # every workload, CSV in bench-results/
+    qidao bench-cuda                         # the bench workloads, CSV in bench-results/
     qidao bench-cuda tiled2048 chain24 --csv gpu_bench.csv
-    qidao bench-cuda --list                  # the workloads, with their schedules
+    qidao bench-cuda --suite issue13 --csv issue13.csv   # + issue13.png beside it
+    qidao bench-cuda --list                  # the workloads and the suites
 
-The workloads are ``qidao/tools/cuda_workloads.py``'s: a graph, its GPU schedule,
-inputs and a NumPy reference (the small ones ``tests/compiler/targets/cuda/test_emit.py`` checks, then
-matmul 1024 and 2048, the five-op chain over 2^20..2^24 floats, softmax
-4096 x 1024). The ``*_default`` workloads compile the same graphs with
-``schedule="default"`` (``qidao/compiler/targets/cuda/defaults.py``: the register-tiled
-matmul, a thread per row, blocks of 256 threads) beside the hand-written
-schedules; with no workload named they run first (``matmul1024_default``,
+The workloads are ``qidao/tools/cuda_workloads.py``'s: a graph (or a whole model's
+ONNX file, ``cuda_models.py``), its GPU schedule, inputs and references (the small
+ones ``tests/compiler/targets/cuda/test_emit.py`` checks, then matmul 1024 and
+2048, the five-op chain over 2^20..2^24 floats, softmax 4096 x 1024). The
+``*_default`` workloads compile the same graphs with ``schedule="default"``
+(``qidao/compiler/targets/cuda/defaults.py``) beside the hand-written schedules;
+with no workload named they run first (``matmul1024_default``,
 ``matmul2048_default``, ``softmax4096_default``, ``chain24_default``), then the
-other big sizes, then the small ones. Each gets two rows:
+other big sizes, then the small ones.
+
+``--suite issue13`` runs exactly issue 13's workloads, in its order
+(``qidao/tools/cuda_suites.py``): ``chain26`` and ``copy26`` (2^26 floats; the
+copy's rows measure the device's copy bandwidth), ``softmax8192``,
+``layernorm8192``, ``matmul4096`` in FP32, TF32 and FP16, ``resnet50`` (batch 32)
+and ``bert`` (BERT-base, batch 8), all with the default GPU schedules; the table
+and the CSV add each qidao row's target and whether it is met, and a PNG
+(``--plot``, by default the CSV's path with ``.png``) draws them
+(``bench_cuda_plot.py``). ``--suite issue13-small`` is the same at emulator sizes.
+
+Each workload gets its rows (``qidao/tools/cuda_measure.py``):
 
 - ``qidao``: compiled with ``target="cuda"`` (nvcc for the device's ``sm_XY``,
   pycuda), timed on inputs already on the device: one call is the program's
-  launches in order on the default stream;
-- ``torch``: PyTorch eager on the same inputs as CUDA tensors (TF32 off, so both
-  compute in float32).
+  launches in order on the default stream (no upload, no download);
+- ``torch``: PyTorch eager on the same inputs as CUDA tensors, TF32 off (so both
+  compute in float32) except for a ``tf32`` workload;
+- ``memcpy`` (the copy workloads only): the driver's ``cuMemcpyDtoD``.
 
-A row's output is first checked against the reference (NaN never passes; qidao's
-device buffers start as NaNs, so an unwritten element shows); a row that differs
-records the error and no time. Times are CUDA events around each call (pycuda's
-for qidao, torch's for torch): 3 warm-up calls, one to size the run, then
-``--min-time`` seconds' worth of calls (10 to ``--max-runs``); the median.
-GFLOP/s (matmul: 2mnk per call) or GB/s (the bytes a call must move at least:
-inputs read once, outputs written once) come from the median, and ``vs_torch``
-is torch's median over qidao's (above 1: qidao is faster).
+A row's output is first checked against PyTorch on the device (float64 copies of
+the inputs; a whole model: eager in float32) or, on the emulator, NumPy (NaN
+never passes; qidao's device buffers start as NaNs, so an unwritten element
+shows); a row that differs records the error and no time. Times are CUDA events
+around each call (pycuda's for qidao and memcpy, torch's for torch): 3 warm-up
+calls, one to size the run, then ``--min-time`` seconds' worth of calls (10 to
+``--max-runs``); the median. GFLOP/s (matmul: 2mnk per call) or GB/s (the bytes a
+call must move at least: inputs read once, outputs written once) come from the
+median; ``vs_torch`` is torch's median over the row's (above 1: qidao is faster)
+and ``of_copy`` the row's GB/s over the copy bandwidth of as many bytes measured
+in the same run (``cuda_results.py``).
 
 The rows run in a worker process (``python -m qidao.tools.bench_cuda worker``),
-one after the other. A failed row ends its worker (a CUDA error can leave the
-context unusable), and so do a crash and a row running past ``--timeout``
-seconds; a fresh worker then takes the rows left. The CSV is rewritten after
-every row, so an interrupted run keeps what it measured.
+one after the other. A row that fails on the device ends its worker (a CUDA error
+can leave the context unusable), and so do a crash and a row running past its
+time: the larger of ``--timeout`` and its workload's own budget (``timeout_s``:
+the whole models get minutes); a fresh worker then takes the rows left. A row
+that fails before touching the device (a compile error, ``not built``) lets the
+worker go on. ``--budget`` caps the whole run: when it is spent, the row in
+progress is stopped and the rows left are recorded as skipped. One progress line
+per row goes to stderr as it comes, and the CSV is rewritten after every row, so
+an interrupted run keeps what it measured.
 
 With no usable GPU it prints ``qidao bench-cuda: no CUDA device: <reason>`` and
-exits 3 (1: a row failed; 0: every row measured). ``--device emulate`` runs the
-qidao rows on the CPU emulator (``qidao.runtime.cuda.EmulatedDevice``) with
-wall-clock times: for testing this command on a machine without a GPU.
+exits 3 (1: a row failed or was skipped; 0: every row measured, ``not built``
+rows aside; a target that is not met does not change the status). ``--device
+emulate`` runs the qidao rows on the CPU emulator
+(``qidao.runtime.cuda.EmulatedDevice``) with wall-clock times: for testing this
+command on a machine without a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import csv
-import functools
-import json
-import math
-import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from qidao.tools.cuda_measure import (
+    BACKENDS,
+    ROW_TAG,
+    Timer,
+    error_row,
+    measure,
+    torch_event_times,
+    wall_times,
+    worker,
+)
+from qidao.tools.cuda_results import (
+    CSV_COLUMNS,
+    GpuResult,
+    failures,
+    format_row,
+    format_table,
+    vs_torch,
+    write_csv,
+)
 
-BACKENDS = ("qidao", "torch")
 DEVICES = ("cuda", "emulate")
 DEFAULT_CSV = "bench-results/gpu_bench.csv"
-ROW_TAG = "QIDAO_ROW "
 NO_DEVICE_EXIT = 3
-
-Timer = Callable[[Callable[[], object], float, int], list[float]]
-"""``timer(call, min_time, max_runs)``: seconds per call, one entry per timed call."""
-
-
-@dataclass(frozen=True)
-class GpuResult:
-    workload: str
-    backend: str
-    median_us: float = math.nan
-    runs: int = 0
-    launches: int = 0
-    compile_s: float = 0.0
-    rel_err: float | None = None
-    flops_per_call: int = 0
-    bytes_per_call: int = 0
-    device: str = ""
-    error: str = ""
-
-    @property
-    def gflop_per_s(self) -> float | None:
-        if not self.flops_per_call or self.error or not self.median_us > 0:
-            return None
-        return self.flops_per_call / (self.median_us * 1e-6) / 1e9
-
-    @property
-    def gb_per_s(self) -> float | None:
-        if not self.bytes_per_call or self.error or not self.median_us > 0:
-            return None
-        return self.bytes_per_call / (self.median_us * 1e-6) / 1e9
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> GpuResult:
-        return cls(**json.loads(text))
-
-
-# --- one row, in this process -----------------------------------------------------
-
-
-@functools.cache
-def _data(workload: str, seed: int) -> tuple[list[Any], list[Any]]:
-    """The inputs and the reference outputs of a workload (one draw per process)."""
-    from qidao.tools.cuda_workloads import BENCH_WORKLOADS
-
-    w = BENCH_WORKLOADS[workload]
-    inputs = w.inputs(np.random.default_rng(seed))
-    return inputs, w.reference(*inputs)
-
-
-def wall_times(
-    call: Callable[[], object], min_time: float, max_runs: int
-) -> list[float]:
-    """Wall-clock seconds per call (the emulator's launches end before they return)."""
-    from qidao.tools.bench import time_calls
-
-    return time_calls(call, min_time, max_runs)
-
-
-def torch_event_times(
-    call: Callable[[], object], min_time: float, max_runs: int
-) -> list[float]:
-    """Seconds per call between two ``torch.cuda.Event``s, as ``event_times``."""
-    import torch
-
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    call()
-    end.record()
-    end.synchronize()
-    one = max(start.elapsed_time(end) * 1e-3, 1e-6)
-    runs = max(10, min(max_runs, int(min_time / one)))
-    pairs = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        for _ in range(runs)
-    ]
-    for s, e in pairs:
-        s.record()
-        call()
-        e.record()
-    pairs[-1][1].synchronize()
-    return [s.elapsed_time(e) * 1e-3 for s, e in pairs]
-
-
-def measure(
-    workload: str,
-    backend: str,
-    device: str = "cuda",
-    timer: Timer | None = None,
-    min_time: float = 0.3,
-    max_runs: int = 200,
-    seed: int = 0,
-) -> GpuResult:
-    """Check, then time, one (workload, backend) pair here; raises on any failure
-    (the output differing from the reference included)."""
-    from qidao.tools.cuda_workloads import BENCH_WORKLOADS
-
-    if workload not in BENCH_WORKLOADS:
-        raise ValueError(
-            f"unknown GPU workload '{workload}'; choose from "
-            f"{', '.join(BENCH_WORKLOADS)}"
-        )
-    w = BENCH_WORKLOADS[workload]
-    inputs, want = _data(workload, seed)
-    if backend == "qidao":
-        import qidao
-        from qidao.compiler.targets.cuda.compiled import CompiledCuda
-
-        start = time.perf_counter()
-        compiled = qidao.compile(
-            w.build(), target="cuda", schedule=w.schedule, device=device
-        )
-        assert isinstance(compiled, CompiledCuda)
-        function = compiled.load()  # nvcc and the module load (or g++)
-        compile_s = time.perf_counter() - start
-        try:
-            function.upload(*inputs)
-            function.launch()
-            rel_err = w.check(function.download(), want)
-            if timer is None:
-                from qidao.runtime.cuda import event_times
-
-                timer = event_times if device == "cuda" else wall_times
-            times = timer(function.launch, min_time, max_runs)
-            function.device.synchronize()
-        finally:
-            function.close()
-        launches = len(compiled.program.launches)
-        name = _device_name(device)
-    elif backend == "torch":
-        if device != "cuda":
-            raise ValueError("the torch rows need --device cuda")
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no CUDA device")
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        args = [torch.from_numpy(a).cuda() for a in inputs]
-        with torch.inference_mode():
-            out = w.torch_fn(*args)
-            rel_err = w.check([out.cpu().numpy()], want)
-            times = (timer or torch_event_times)(
-                lambda: w.torch_fn(*args), min_time, max_runs
-            )
-        compile_s, launches = 0.0, 0
-        name = torch.cuda.get_device_name()
-    else:
-        raise ValueError(f"unknown backend '{backend}'; choose from {BACKENDS}")
-    return GpuResult(
-        workload,
-        backend,
-        statistics.median(times) * 1e6,
-        len(times),
-        launches,
-        compile_s,
-        rel_err,
-        w.flops_per_call,
-        w.bytes_per_call,
-        name,
-    )
-
-
-def _device_name(device: str) -> str:
-    if device != "cuda":
-        return "emulator"
-    import pycuda.driver as cuda  # type: ignore[import-not-found]
-
-    return str(cuda.Context.get_device().name())
-
-
-def _error_row(workload: str, backend: str, error: str) -> GpuResult:
-    from qidao.tools.cuda_workloads import BENCH_WORKLOADS
-
-    w = BENCH_WORKLOADS.get(workload)
-    flops = w.flops_per_call if w else 0
-    nbytes = w.bytes_per_call if w else 0
-    one_line = " ".join(error.split())
-    return GpuResult(
-        workload,
-        backend,
-        flops_per_call=flops,
-        bytes_per_call=nbytes,
-        error=one_line[:500],
-    )
-
-
-def worker(args: Sequence[str]) -> int:
-    """``python -m qidao.tools.bench_cuda worker DEVICE MIN_TIME MAX_RUNS
-    WORKLOAD:BACKEND...``: one ``QIDAO_ROW {json}`` line per pair, in order;
-    stops after the first failed pair (exit 4)."""
-    device, min_time, max_runs, *pairs = args
-    for pair in pairs:
-        workload, backend = pair.split(":")
-        try:
-            row = measure(
-                workload, backend, device, None, float(min_time), int(max_runs)
-            )
-        except Exception as err:
-            row = _error_row(workload, backend, f"{type(err).__name__}: {err}")
-        print(ROW_TAG + row.to_json(), flush=True)
-        if row.error:
-            return 4
-    return 0
 
 
 # --- the rows, in worker processes --------------------------------------------------
+
+
+def pairs(
+    workloads: Sequence[str], backends: Sequence[str]
+) -> Iterator[tuple[str, str]]:
+    """(workload, backend) in order: each workload's rows among ``backends`` (an
+    unknown workload keeps its pairs: its rows then say so)."""
+    from qidao.tools.cuda_suites import ALL_WORKLOADS
+
+    for name in workloads:
+        w = ALL_WORKLOADS.get(name)
+        for backend in backends:
+            if w is None or backend in w.backends:
+                yield name, backend
+
+
+def row_timeout(workload: str, timeout: float) -> float:
+    """Seconds a row of ``workload`` may take: the larger of ``timeout`` and the
+    workload's own budget."""
+    from qidao.tools.cuda_suites import ALL_WORKLOADS
+
+    w = ALL_WORKLOADS.get(workload)
+    own = w.timeout_s if w is not None and w.timeout_s is not None else 0.0
+    return max(timeout, own)
 
 
 def _run_worker(
@@ -286,12 +133,13 @@ def _run_worker(
     device: str,
     min_time: float,
     max_runs: int,
-    timeout: float,
+    limit: Callable[[], float],
     on_row: Callable[[GpuResult], None],
 ) -> tuple[int, bool, list[str]]:
-    """Start one worker on ``pairs``; hand each row to ``on_row`` as it comes.
-    Returns the exit code, whether a row ran past ``timeout``, and the last lines
-    of its stderr."""
+    """Start one worker on ``pairs``; hand each row to ``on_row`` as it comes; kill
+    it when ``limit()`` (a ``time.monotonic`` deadline for the row in progress)
+    passes. Returns the exit code, whether it was killed, and the last lines of
+    its stderr."""
     cmd = [
         sys.executable,
         "-m",
@@ -306,8 +154,8 @@ def _run_worker(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     tail: collections.deque[str] = collections.deque(maxlen=30)
-    last = [time.monotonic()]
-    timed_out = [False]
+    killed = [False]
+    lock = threading.Lock()
 
     def read_stderr() -> None:
         assert proc.stderr is not None
@@ -316,8 +164,10 @@ def _run_worker(
 
     def watchdog() -> None:
         while proc.poll() is None:
-            if time.monotonic() - last[0] > timeout:
-                timed_out[0] = True
+            with lock:
+                late = time.monotonic() > limit()
+            if late:
+                killed[0] = True
                 proc.kill()
                 return
             time.sleep(0.1)
@@ -331,12 +181,12 @@ def _run_worker(
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith(ROW_TAG):
-            last[0] = time.monotonic()
-            on_row(GpuResult.from_json(line[len(ROW_TAG) :]))
+            with lock:
+                on_row(GpuResult.from_json(line[len(ROW_TAG) :]))
     code = proc.wait()
     for t in threads:
         t.join(timeout=5)
-    return code, timed_out[0], [line for line in tail if line.strip()]
+    return code, killed[0], [line for line in tail if line.strip()]
 
 
 def run_bench_cuda(
@@ -348,10 +198,31 @@ def run_bench_cuda(
     timeout: float = 60.0,
     csv_path: Path | None = None,
     progress: bool = True,
+    budget: float | None = None,
 ) -> list[GpuResult]:
-    """Every (workload, backend) pair in worker processes (see the module doc)."""
-    pending = collections.deque((w, b) for w in workloads for b in backends)
+    """Every (workload, backend) pair in worker processes (see the module doc);
+    ``budget``: seconds for the whole run."""
+    pending = collections.deque(pairs(workloads, backends))
     results: list[GpuResult] = []
+    start = time.monotonic()
+    deadline = start + budget if budget is not None else float("inf")
+    row_start = [start]
+
+    def limit() -> float:
+        # the row in progress; with none left, a few seconds for the worker to exit
+        allowed = row_timeout(pending[0][0], timeout) if pending else 10.0
+        return min(row_start[0] + allowed, deadline)
+
+    def say(text: str) -> None:
+        if progress:
+            elapsed = time.monotonic() - start
+            print(f"bench-cuda [{elapsed:6.1f} s]: {text}", file=sys.stderr, flush=True)
+
+    def say_next() -> None:
+        if pending:
+            workload, backend = pending[0]
+            allowed = row_timeout(workload, timeout)
+            say(f"{workload} {backend}: running (at most {allowed:g} s)")
 
     def on_row(row: GpuResult) -> None:
         expected = pending.popleft()
@@ -359,130 +230,42 @@ def run_bench_cuda(
             raise RuntimeError(
                 f"worker sent {row.workload}/{row.backend}, not {expected}"
             )
+        row_start[0] = time.monotonic()
         results.append(row)
         if csv_path is not None:
             write_csv(results, csv_path)
-        if progress:
-            print(
-                f"bench-cuda: {format_row(row, results)}", file=sys.stderr, flush=True
-            )
+        say(format_row(row, results))
+        if not row.error.startswith("skipped:"):
+            say_next()
 
     while pending:
-        code, timed_out, tail = _run_worker(
-            list(pending), device, min_time, max_runs, timeout, on_row
+        if time.monotonic() >= deadline:
+            why = f"skipped: the run's budget of {budget:g} s was spent"
+            for workload, backend in list(pending):
+                on_row(error_row(workload, backend, why))
+            break
+        row_start[0] = time.monotonic()
+        say(f"a worker starts on the {len(pending)} row(s) left")
+        if not results:
+            say_next()  # later, each row's line is followed by the next one's
+        code, killed, tail = _run_worker(
+            list(pending), device, min_time, max_runs, limit, on_row
         )
         if not pending or (results and results[-1].error and code == 4):
             continue  # done, or a failed row ended the worker: a fresh one goes on
         workload, backend = pending[0]
-        if timed_out:
-            why = f"timed out: no result within {timeout:g} s"
+        if killed and time.monotonic() >= deadline:
+            why = f"stopped: the run's budget of {budget:g} s ran out during this row"
+        elif killed:
+            why = f"timed out: no result within {row_timeout(workload, timeout):g} s"
         else:
             why = (
                 f"worker exited with code {code}: {tail[-1] if tail else '(no output)'}"
             )
         if progress and tail:
             print("\n".join(tail[-15:]), file=sys.stderr)
-        on_row(_error_row(workload, backend, why))
+        on_row(error_row(workload, backend, why))
     return results
-
-
-# --- the report -----------------------------------------------------------------------
-
-
-def vs_torch(results: Sequence[GpuResult]) -> dict[tuple[str, str], float]:
-    """torch's median / the row's median, per (workload, backend) with both."""
-    base = {
-        r.workload: r.median_us
-        for r in results
-        if r.backend == "torch" and not r.error and r.median_us > 0
-    }
-    return {
-        (r.workload, r.backend): base[r.workload] / r.median_us
-        for r in results
-        if r.workload in base and not r.error and r.median_us > 0
-    }
-
-
-CSV_COLUMNS = (
-    "workload",
-    "backend",
-    "device",
-    "median_us",
-    "runs",
-    "launches",
-    "vs_torch",
-    "gflop_per_s",
-    "gb_per_s",
-    "rel_err",
-    "compile_s",
-    "flops_per_call",
-    "bytes_per_call",
-    "error",
-)
-
-
-def write_csv(results: Sequence[GpuResult], path: Path) -> None:
-    ratio = vs_torch(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def num(value: float | None, digits: int) -> str:
-        return "" if value is None or math.isnan(value) else f"{value:.{digits}f}"
-
-    with path.open("w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(CSV_COLUMNS)
-        for r in results:
-            out.writerow(
-                [
-                    r.workload,
-                    r.backend,
-                    r.device,
-                    num(r.median_us, 3),
-                    r.runs,
-                    r.launches,
-                    num(ratio.get((r.workload, r.backend)), 3),
-                    num(r.gflop_per_s, 2),
-                    num(r.gb_per_s, 2),
-                    "" if r.rel_err is None else f"{r.rel_err:.2e}",
-                    num(r.compile_s, 3),
-                    r.flops_per_call,
-                    r.bytes_per_call,
-                    r.error,
-                ]
-            )
-
-
-TABLE_HEADER = (
-    f"{'workload':<18} {'backend':<6} {'median':>11} {'vs torch':>8} "
-    f"{'GFLOP/s':>9} {'GB/s':>8} {'rel err':>8} {'runs':>5} {'launch':>6}"
-)
-
-
-def format_row(r: GpuResult, results: Sequence[GpuResult]) -> str:
-    if r.error:
-        return f"{r.workload:<18} {r.backend:<6} FAILED: {r.error}"
-    s = vs_torch(results).get((r.workload, r.backend))
-    median = (
-        f"{r.median_us:,.2f} us"
-        if r.median_us < 1e4
-        else f"{r.median_us / 1e3:,.2f} ms"
-    )
-    gf, gb = r.gflop_per_s, r.gb_per_s
-    return (
-        f"{r.workload:<18} {r.backend:<6} {median:>11} "
-        f"{'' if s is None else f'{s:.2f}x':>8} "
-        f"{'' if gf is None else f'{gf:,.1f}':>9} "
-        f"{'' if gb is None else f'{gb:,.1f}':>8} "
-        f"{'' if r.rel_err is None else f'{r.rel_err:.1e}':>8} {r.runs:>5} "
-        f"{r.launches or '':>6}"
-    )
-
-
-def format_table(results: Sequence[GpuResult]) -> str:
-    devices = sorted({r.device for r in results if r.device})
-    rows = [f"device: {', '.join(devices) or '?'}", TABLE_HEADER]
-    rows += [format_row(r, results) for r in results]
-    return "\n".join(rows)
 
 
 # --- the command ------------------------------------------------------------------------
@@ -499,9 +282,16 @@ def add_bench_cuda_parser(sub: Any) -> None:
     p.add_argument(
         "workloads", nargs="*", help="GPU workloads (default: all, the big ones first)"
     )
+    p.add_argument(
+        "--suite",
+        help="run a suite's workloads in its order (issue13, issue13-small; --list)",
+    )
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument(
-        "--backends", nargs="*", choices=BACKENDS, help="qidao, torch (default: both)"
+        "--backends",
+        nargs="*",
+        choices=BACKENDS,
+        help="qidao, memcpy (copies only), torch (default: all)",
     )
     p.add_argument(
         "--device",
@@ -515,39 +305,71 @@ def add_bench_cuda_parser(sub: Any) -> None:
         "--timeout",
         type=float,
         default=60.0,
-        help="seconds a row may take before its worker is killed (default 60)",
+        help="seconds a row may take before its worker is killed, at least (a "
+        "workload may have a longer budget of its own; default 60)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        help="seconds for the whole run: then the rows left are skipped",
     )
     p.add_argument(
         "--csv", default=DEFAULT_CSV, help=f"CSV path (default {DEFAULT_CSV})"
     )
+    p.add_argument(
+        "--plot",
+        help="PNG of the ratios and targets (default with --suite: the CSV's path "
+        "with .png)",
+    )
     p.set_defaults(run=cmd_bench_cuda)
 
 
-def cmd_bench_cuda(args: argparse.Namespace) -> int:
-    from qidao.tools.cuda_workloads import BENCH_WORKLOADS
+def _list() -> None:
+    from qidao.tools.cuda_suites import ALL_WORKLOADS, SUITES
 
-    if args.list:
-        for name, w in BENCH_WORKLOADS.items():
-            print(f"{name:<18} {w.summary}")
-        return 0
-    from qidao.tools.cuda_workloads import LARGE_WORKLOADS
+    for name, w in ALL_WORKLOADS.items():
+        print(f"{name:<22} {w.summary}")
+    for suite, names in SUITES.items():
+        print(f"\nsuite {suite}: {' '.join(names)}")
 
+
+def _workloads(args: argparse.Namespace) -> list[str]:
+    """The workloads to run, in order, or a ValueError naming the bad ones."""
+    from qidao.tools.cuda_suites import ALL_WORKLOADS, SUITES
+    from qidao.tools.cuda_workloads import BENCH_WORKLOADS, LARGE_WORKLOADS
+
+    if args.suite is not None:
+        if args.workloads:
+            raise ValueError("name workloads or a --suite, not both")
+        if args.suite not in SUITES:
+            raise ValueError(
+                f"unknown suite '{args.suite}'; choose from {', '.join(SUITES)}"
+            )
+        return list(SUITES[args.suite])
     # the default schedules at the big sizes first, then the hand-written ones:
     # the numbers that matter are in before a timeout
     default = [
         *LARGE_WORKLOADS,
         *(w for w in BENCH_WORKLOADS if w not in LARGE_WORKLOADS),
     ]
-    workloads = args.workloads or default
-    unknown = [w for w in workloads if w not in BENCH_WORKLOADS]
+    workloads = list(args.workloads) or default
+    unknown = [w for w in workloads if w not in ALL_WORKLOADS]
     if unknown:
         raise ValueError(
             f"unknown GPU workload(s) {', '.join(unknown)}; choose from "
-            f"{', '.join(BENCH_WORKLOADS)}"
+            f"{', '.join(ALL_WORKLOADS)}"
         )
+    return workloads
+
+
+def cmd_bench_cuda(args: argparse.Namespace) -> int:
+    if args.list:
+        _list()
+        return 0
+    workloads = _workloads(args)
     backends = args.backends or (BACKENDS if args.device == "cuda" else ("qidao",))
-    if args.device != "cuda" and "torch" in backends:
-        raise ValueError("the torch rows need --device cuda")
+    if args.device != "cuda" and set(backends) - {"qidao"}:
+        raise ValueError("the torch and memcpy rows need --device cuda")
     if args.device == "cuda":
         from qidao.runtime.cuda import cuda_unavailable_reason
 
@@ -555,6 +377,7 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
         if reason is not None:
             print(f"qidao bench-cuda: no CUDA device: {reason}", file=sys.stderr)
             return NO_DEVICE_EXIT
+    csv_path = Path(args.csv)
     results = run_bench_cuda(
         workloads,
         backends,
@@ -562,11 +385,42 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
         args.min_time,
         args.max_runs,
         args.timeout,
-        Path(args.csv),
+        csv_path,
+        budget=args.budget,
     )
     print(format_table(results))
-    print(f"\nCSV: {args.csv}")
-    return 1 if any(r.error for r in results) else 0
+    print(f"\nCSV: {csv_path}")
+    status = 1 if failures(results) else 0
+    plot = args.plot or (csv_path.with_suffix(".png") if args.suite else None)
+    if plot is not None:
+        from qidao.tools.bench_cuda_plot import plot_suite
+
+        try:
+            plot_suite(results, Path(plot))
+            print(f"plot: {plot}")
+        except (RuntimeError, OSError, ValueError) as err:
+            print(f"qidao bench-cuda: plot not written: {err}", file=sys.stderr)
+            status = 1
+    return status
+
+
+__all__ = [
+    "BACKENDS",
+    "CSV_COLUMNS",
+    "DEVICES",
+    "NO_DEVICE_EXIT",
+    "GpuResult",
+    "Timer",
+    "add_bench_cuda_parser",
+    "format_table",
+    "measure",
+    "pairs",
+    "run_bench_cuda",
+    "torch_event_times",
+    "vs_torch",
+    "wall_times",
+    "write_csv",
+]
 
 
 if __name__ == "__main__":

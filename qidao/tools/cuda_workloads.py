@@ -27,11 +27,35 @@ The schedules:
 - ``*_default``: the same graphs with ``schedule="default"``, the default GPU
   schedules of ``defaults.py`` (the matmul register-tiled, a thread per row for
   softmax, blocks of 256 threads for the chain), beside the hand-written ones.
+
+Issue 13's workloads (``qidao/tools/cuda_suites.py`` lists them, in the sizes of the
+issue and small ones for the tests) all take ``schedule="default"``, so whatever the
+default GPU schedules learn shows in the bench without a change here:
+``device_copy`` (the device's copy bandwidth, against which the chain is judged),
+``layer_norm`` (from tg ops, as the layer norm example), and ``dense_matmul`` in a
+``precision``:
+
+- ``fp32``: float32 in, float32 out, compared with cuBLAS with TF32 off;
+- ``tf32``: the same graph compiled with ``tensor_cores="tf32"``
+  (``TENSOR_CORES``), compared with torch's matmul with ``allow_tf32 = True``;
+- ``fp16``: the same graph with ``tensor_cores="fp16"`` (the tensor cores
+  multiply halves, accumulate in float32; float32 in and out), on inputs that
+  are exact in half, compared with torch's half matmul of the same values
+  (half in and out, converted once before the timing).
+
+A workload says what the bench measures (``backends``: ``qidao``, ``torch``, and
+for a copy ``memcpy``, the driver's ``cuMemcpyDtoD``), the issue's ``target`` for
+its qidao row (``vs_torch >= 0.9``, ``of_copy >= 0.85``), the seconds its rows may
+take (``timeout_s``), how torch computes the reference on the GPU
+(``torch_reference``; by default ``torch_fn`` on float64 copies of the inputs) and
+how torch's timed call is set up (``torch_prepare``: a copy into a preallocated
+output, ``y.copy_(x)``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,12 +68,45 @@ from qidao.tools.examples.basic import B, C, S, W
 
 Arrays = list[np.ndarray[Any, Any]]
 
+PRECISIONS = ("fp32", "tf32", "fp16")
+"""What a workload computes in (see the module doc)."""
+
+TENSOR_CORES = "tensor_cores"
+"""The ``qidao.compile`` option that puts the default schedule's matmuls on the
+tensor cores: the ``tf32`` and ``fp16`` workloads pass their precision
+(``tensor_cores="tf32"``), and the bench reports them not built where the CUDA
+target takes no such option."""
+
+METRICS = ("vs_torch", "of_copy")
+"""A target's measure: torch's median over qidao's, or qidao's GB/s over the
+device's copy bandwidth (the best of ``cuMemcpyDtoD`` and torch's ``copy_`` on as
+many bytes, measured in the same run)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the issue asks of a workload's qidao row: ``metric >= at_least``."""
+
+    metric: str
+    at_least: float
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(
+                f"unknown target metric '{self.metric}'; choose from {METRICS}"
+            )
+
+    def describe(self) -> str:
+        return f"{self.metric}>={self.at_least:g}"
+
 
 @dataclass(frozen=True)
 class GpuWorkload:
     name: str
     summary: str
-    build: Callable[[], Graph]
+    build: Callable[[], Any]
+    """The model: a builder ``Graph``, or anything else ``qidao.compile`` takes (a
+    whole model's ONNX file)."""
     schedule: Callable[[Schedule], None] | str
     """A GPU schedule, or ``"default"``: ``qidao.compile``'s default GPU schedules."""
     inputs: Callable[[np.random.Generator], Arrays]
@@ -62,6 +119,33 @@ class GpuWorkload:
     """The fewest bytes a call moves (inputs read once, outputs written once)."""
     tolerance: tuple[float, float] = (1e-5, 1e-5)
     """(rtol, atol) for ``np.allclose`` against the reference."""
+    scale_atol: bool = False
+    """atol is a fraction of the reference's largest magnitude (the zoo's rule for
+    whole models, whose outputs have no fixed scale)."""
+    precision: str = "fp32"
+    """``PRECISIONS``: torch's rows run with ``allow_tf32`` on for ``tf32`` alone."""
+    options: tuple[tuple[str, Any], ...] = ()
+    """More ``qidao.compile`` options, as (name, value) pairs (``TENSOR_CORES``)."""
+    backends: tuple[str, ...] = ("qidao", "torch")
+    """The rows the bench measures: ``qidao``, ``torch``, and ``memcpy`` for a copy."""
+    target: Target | None = None
+    """The issue's target for the qidao row, if it sets one."""
+    timeout_s: float | None = None
+    """Seconds one of its rows may take in the bench (the worker's start, inputs,
+    reference, compile, check and timing); None: the bench's ``--timeout``."""
+    torch_reference: Callable[..., Any] | None = None
+    """The reference computed by torch from the inputs as torch tensors (CUDA ones
+    in the bench); None: ``torch_fn`` on float64 copies of the float inputs."""
+    torch_prepare: Callable[..., Callable[[], Any]] | None = None
+    """From the inputs as torch tensors, the call torch's row times (returning the
+    output); None: ``torch_fn`` on them."""
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"workload '{self.name}': unknown precision '{self.precision}'; "
+                f"choose from {PRECISIONS}"
+            )
 
     def check(self, got: Sequence[Any], want: Sequence[Any]) -> float:
         """Raise an AssertionError naming the worst element unless ``got`` matches
@@ -74,21 +158,23 @@ class GpuWorkload:
         rtol, atol = self.tolerance
         worst = 0.0
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
-            g = np.asarray(g)
+            g, w = np.asarray(g), np.asarray(w)
             if g.shape != w.shape:
                 raise AssertionError(
                     f"{self.name}: output #{k} has shape {g.shape}, expected {w.shape}"
                 )
             g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            if self.scale_atol:
+                atol = self.tolerance[1] * float(np.max(np.abs(w64), initial=0.0))
             ok = np.isclose(g64, w64, rtol=rtol, atol=atol)
             if not ok.all():
                 bad = np.unravel_index(int(np.argmin(ok)), w.shape)
                 where = tuple(int(i) for i in bad)
                 raise AssertionError(
-                    f"{self.name}: output #{k} differs from the NumPy reference at "
+                    f"{self.name}: output #{k} differs from the reference at "
                     f"{where}: got {g64[bad]!r}, expected {w64[bad]!r} "
                     f"({int((~ok).sum())} of {ok.size} elements off; rtol {rtol}, "
-                    f"atol {atol})"
+                    f"atol {atol:.3g})"
                 )
             norm = float(np.linalg.norm(w64))
             diff = float(np.linalg.norm(g64 - w64))
@@ -320,6 +406,139 @@ def softmax(rows: int, cols: int, per_thread: int = 0, name: str = "") -> GpuWor
     )
 
 
+def device_copy(log2n: int, name: str = "") -> GpuWorkload:
+    """y = x over 2^log2n floats, to measure the device's copy bandwidth three ways:
+    qidao's copy kernel (the default schedule), the driver's ``cuMemcpyDtoD``
+    (``memcpy``) and torch's ``y.copy_(x)`` into a preallocated ``y``."""
+    n = 1 << log2n
+
+    def build() -> Graph:
+        g = Graph("main")
+        x = g.input("x", (n,))
+        g.output(g.contiguous(x))  # an output that is an input is copied all the same
+        return g
+
+    def torch_prepare(x: Any) -> Callable[[], Any]:
+        import torch
+
+        y = torch.empty_like(x)
+        return lambda: y.copy_(x)
+
+    return GpuWorkload(
+        name or f"copy{log2n}",
+        f"y = x over 2^{log2n} float32: the copy bandwidth (qidao's default-scheduled "
+        "copy, cuMemcpyDtoD, torch's y.copy_(x))",
+        build,
+        "default",
+        lambda rng: [_randn(rng, n)],
+        lambda x: [x.copy()],
+        lambda x: x.clone(),
+        bytes_per_call=2 * 4 * n,
+        backends=("qidao", "memcpy", "torch"),
+        torch_prepare=torch_prepare,
+    )
+
+
+LAYER_NORM_EPS = 1e-5
+
+
+def _layer_norm_params(cols: int) -> tuple[np.ndarray[Any, Any], ...]:
+    """Weight near 1 and bias near 0 (fixed: graph and references agree)."""
+    rng = np.random.default_rng(1234)
+    weight = (1.0 + 0.1 * rng.standard_normal(cols)).astype(np.float32)
+    bias = (0.1 * rng.standard_normal(cols)).astype(np.float32)
+    return weight, bias
+
+
+def layer_norm(rows: int, cols: int, name: str = "") -> GpuWorkload:
+    """Layer norm over the last axis of rows x cols floats, built from tg ops as
+    the ``layernorm`` example is ((x - mean) / sqrt(var + eps) * weight + bias,
+    weight and bias constants), with the default GPU schedule."""
+    weight, bias = _layer_norm_params(cols)
+
+    def build() -> Graph:
+        g = Graph("main")
+        x = g.input("x", (rows, cols))
+        centered = x - g.reduce_mean(x, -1, keepdims=True)
+        variance = g.reduce_mean(centered * centered, -1, keepdims=True)
+        normalized = centered / g.sqrt(variance + LAYER_NORM_EPS)
+        g.output(normalized * g.constant(weight) + g.constant(bias))
+        return g
+
+    def reference(x: Any) -> Arrays:
+        x64 = x.astype(np.float64)
+        centered = x64 - x64.mean(axis=-1, keepdims=True)
+        variance = (centered * centered).mean(axis=-1, keepdims=True)
+        return [centered / np.sqrt(variance + LAYER_NORM_EPS) * weight + bias]
+
+    def torch_fn(x: Any) -> Any:
+        import torch
+
+        w, b = (torch.from_numpy(p).to(x.device, x.dtype) for p in (weight, bias))
+        return torch.nn.functional.layer_norm(x, (cols,), w, b, LAYER_NORM_EPS)
+
+    return GpuWorkload(
+        name or f"layernorm{rows}",
+        f"layer norm over the last axis of {rows}x{cols} float32 (tg ops), the "
+        "default GPU schedule",
+        build,
+        "default",
+        lambda rng: [_randn(rng, rows, cols)],
+        reference,
+        torch_fn,
+        bytes_per_call=2 * 4 * rows * cols + 2 * 4 * cols,
+        tolerance=(1e-4, 1e-5),
+    )
+
+
+def _precision_tolerance(precision: str, k: int) -> tuple[float, float]:
+    """fp32: as ``_matmul_tolerance``; tf32 (10-bit mantissas) and fp16 (torch's
+    half output): errors of a few 2^-11 per product, growing with sqrt(k)."""
+    if precision == "fp32":
+        return _matmul_tolerance(k)
+    return (1e-2, 4e-3 * math.sqrt(k))
+
+
+def dense_matmul(
+    m: int, k: int, n: int, precision: str = "fp32", name: str = ""
+) -> GpuWorkload:
+    """a (m x k) @ b (k x n), float32 in and out, with the default GPU schedule in
+    ``precision`` (``PRECISIONS``; see the module doc); the reference is float64."""
+    options = () if precision == "fp32" else ((TENSOR_CORES, precision),)
+
+    def inputs(rng: np.random.Generator) -> Arrays:
+        a, b = _randn(rng, m, k), _randn(rng, k, n)
+        if precision == "fp16":  # values a half holds exactly: both sides see them
+            a, b = (x.astype(np.float16).astype(np.float32) for x in (a, b))
+        return [a, b]
+
+    def half_matmul(a: Any, b: Any) -> Callable[[], Any]:
+        a16, b16 = a.half(), b.half()
+        return lambda: a16 @ b16
+
+    how = {
+        "fp32": "float32, TF32 off on both sides",
+        "tf32": "float32 on the tensor cores in TF32 (tensor_cores='tf32'), torch "
+        "with allow_tf32",
+        "fp16": "float32 in and out on the tensor cores in half "
+        "(tensor_cores='fp16'), torch's half matmul",
+    }[precision]
+    return GpuWorkload(
+        name or f"matmul{m}" + ("" if precision == "fp32" else f"_{precision}"),
+        f"{m}x{k} @ {k}x{n} {how}: the default GPU schedule",
+        lambda: _matmul_graph(m, k, n, ("a", "b")),
+        "default",
+        inputs,
+        _matmul_reference,
+        _matmul_torch,
+        flops_per_call=2 * m * k * n,
+        tolerance=_precision_tolerance(precision, k),
+        precision=precision,
+        options=options,
+        torch_prepare=half_matmul if precision == "fp16" else None,
+    )
+
+
 def default_scheduled(workload: GpuWorkload, name: str = "") -> GpuWorkload:
     """``workload`` compiled with the default GPU schedules (``defaults.py``)
     instead of its hand-written one; named ``<name>_default``."""
@@ -389,10 +608,17 @@ __all__ = [
     "BENCH_WORKLOADS",
     "DEFAULT_WORKLOADS",
     "LARGE_WORKLOADS",
+    "METRICS",
+    "PRECISIONS",
+    "TENSOR_CORES",
     "TEST_WORKLOADS",
     "GpuWorkload",
+    "Target",
     "default_scheduled",
+    "dense_matmul",
+    "device_copy",
     "five_op_chain",
+    "layer_norm",
     "matmul",
     "softmax",
     "tanh_chain",

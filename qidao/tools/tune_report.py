@@ -6,6 +6,13 @@ space once; this module then replays random and evolutionary search on that tabl
 counts the trials each needs to measure a point within 5% of the exhaustive best.
 The replay sees exactly the numbers the exhaustive run measured, so the searches
 are compared on the same noise.
+
+``records_table`` summarizes a records file (``qidao tune --report FILE``): one
+line per key (workload, target, machine, threads), CPU and GPU records alike, with
+the trials, how many were ok, and the best one::
+
+    workload                          target  machine              thr  trials  ok  best GFLOP/s  median    best point
+    softmax|tg.softmax|8x64,8x64|f32  cuda    emulator               1       3   3          0.13  4.0 ms    schedule=thread_rows ...
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from qidao.compiler.tune.records import Record
 from qidao.compiler.tune.search import (
     Evolution,
     Trial,
@@ -88,3 +96,54 @@ def format_comparison(c: Comparison) -> str:
             f"{within16:>12}/{len(counts)}"
         )
     return "\n".join(lines)
+
+
+RECORDS_HEADER = ["workload", "target", "machine", "thr", "trials", "ok"]
+RECORDS_HEADER += ["best GFLOP/s", "median", "best point"]
+NUMERIC_COLUMNS = {3, 4, 5, 6}
+
+
+def records_table(records: Sequence[Record]) -> str:
+    """One line per key of ``records`` (module docstring), in the order the keys
+    first appear."""
+    groups: dict[tuple[str, str, str, int], list[Record]] = {}
+    for record in records:
+        groups.setdefault(record.key, []).append(record)
+    if not groups:
+        return "no records"
+    rows = [RECORDS_HEADER]
+    for (workload, target, machine, threads), group in groups.items():
+        ok = [r for r in group if r.status == "ok" and r.gflops]
+        best = max(ok, key=lambda r: r.gflops or 0.0) if ok else None
+        rate, median, point = "-", "-", "-"
+        if best is not None:
+            rate = rate_text(best.gflops)
+            median = _seconds(sorted(best.times)[len(best.times) // 2])
+            point = " ".join(f"{k}={v}" for k, v in best.config.items()) or "-"
+        counts = [str(threads), str(len(group)), str(len(ok))]
+        rows.append([workload, target, machine, *counts, rate, median, point])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(width) if i in NUMERIC_COLUMNS else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row[:-1], widths, strict=True))
+        ]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def rate_text(gflops: float | None) -> str:
+    """GFLOP/s with one decimal, or three significant digits below 1 (the
+    emulator's rates)."""
+    if gflops is None:
+        return "-"
+    return f"{gflops:.1f}" if gflops >= 1.0 else f"{gflops:.3g}"
+
+
+def _seconds(value: float) -> str:
+    if value >= 1.0:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.1f} us"

@@ -153,8 +153,8 @@ def test_bad_options_are_rejected_before_work() -> None:
 
 def test_each_target_takes_its_own_options() -> None:
     graph = EXAMPLES["book"].build()
-    with pytest.raises(TypeError, match=r"unknown option\(s\) records; .*'cuda'"):
-        qidao.compile(graph, target="cuda", records="tune.jsonl")
+    with pytest.raises(TypeError, match=r"unknown option\(s\) profile; .*'cuda'"):
+        qidao.compile(graph, target="cuda", profile=True)
     with pytest.raises(TypeError, match=r"unknown option\(s\) device; .*'cpu'"):
         qidao.compile(graph, device="emulate")
     with pytest.raises(ValueError, match=r"unknown device 'tpu'.*cuda, emulate"):

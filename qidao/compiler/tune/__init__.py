@@ -13,6 +13,10 @@ records=PATH)`` applies.
 ``search.py``     exhaustive, random and model-guided evolutionary search
 ``records.py``    the JSON-lines records and the lookup at compile time
 ``tuner.py``      one tuning run: search + trials + records + progress bar
+``gpu_*.py``      the GPU (``target="cuda"``): ``gpu_templates.py`` (by kind),
+                  ``gpu_matmul.py``, ``gpu_rows.py``, ``gpu_elementwise.py``,
+                  ``gpu_space.py`` (what they share), ``gpu_worker.py`` (a trial:
+                  CUDA events, or the emulator), ``gpu_device.py`` (the record key)
 ==============  =================================================================
 
 ``qidao tune`` and the comparison of searches are tools: ``qidao/tools/tune.py``,

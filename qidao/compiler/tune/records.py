@@ -2,13 +2,24 @@
 ``qidao.compile(model, records=PATH)`` does.
 
 A record is keyed by the workload (``task``: kernel kind, tg ops, argument shapes,
-dtype), the target, the CPU (``model name`` of ``/proc/cpuinfo``) and the thread
-count; it carries the point (``config``), its schedule as a Python trace (``trace``,
+dtype), the target, the machine and the thread count. The machine of a CPU record
+is the CPU (``cpu``: ``model name`` of ``/proc/cpuinfo``); that of a ``cuda``
+record is the GPU (``gpu``: its model and compute capability, ``"NVIDIA H200
+(sm_90)"``, or ``"emulator"`` for the CPU emulation: ``gpu_device.py``), and its
+thread count is 1 (the host's threads do not run the kernels). It carries the point (``config``), its schedule as a Python trace (``trace``,
 for the kernel named in ``kernel``), the status (ok, wrong, error, timeout, crash)
 and, when ok, the timed calls, their median and GFLOP/s. At compile time each
 kernel of the model whose key has an ok record gets the trace of its fastest one,
-renamed to that kernel; a kernel without one (another CPU, shape or thread count)
-falls through to the schedule it would get otherwise (the compiler's default).
+renamed to that kernel; a kernel without one (another CPU or GPU, shape or thread
+count) falls through to the schedule it would get otherwise (the compiler's
+default), and ``stats["records"]`` says so, naming the machines that do have
+records of that workload::
+
+    {"main_k0_matmul": "no record for matmul|tg.matmul|32x16,16x64,32x64|f32 on
+     NVIDIA H200 (sm_90); records of it on: emulator"}
+
+Files written before the ``gpu`` field read the same: a line without it is a CPU
+record.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from qidao.errors import RecordsError
 from qidao.passes.schedule.loops.nest import kernel_functions, replace_kernel
 
 VERSION = 1
+TARGETS = ("cpu", "cuda")
 
 
 @functools.cache
@@ -61,11 +73,18 @@ class Record:
     compile_s: float = 0.0
     target: str = "cpu"
     cpu: str = field(default_factory=cpu_model)
+    gpu: str = ""
+    """The GPU of a ``cuda`` record (``gpu_device.gpu_key``); "" on the CPU."""
     version: int = VERSION
 
     @property
+    def machine(self) -> str:
+        """What measured it: the GPU of a ``cuda`` record, else the CPU."""
+        return self.gpu if self.target == "cuda" else self.cpu
+
+    @property
     def key(self) -> tuple[str, str, str, int]:
-        return (self.task.key, self.target, self.cpu, self.threads)
+        return (self.task.key, self.target, self.machine, self.threads)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -109,6 +128,7 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "compile_s": (int, float),
     "target": (str,),
     "cpu": (str,),
+    "gpu": (str,),
 }
 """Each field a record line may have and the JSON types it takes (``task`` and
 ``version`` are checked on their own)."""
@@ -159,6 +179,14 @@ def _checked_record(data: dict[str, Any], where: str) -> Record:
             raise RecordsError(
                 f"{where}: '{name}' must be {expected}, got {json.dumps(value)[:60]}"
             )
+    target = data.get("target", "cpu")
+    if target not in TARGETS:
+        raise RecordsError(f"{where}: unknown target {target!r}; one of {TARGETS}")
+    if target == "cuda" and not data.get("gpu"):
+        raise RecordsError(
+            f"{where}: a cuda record names its GPU in 'gpu' (\"NVIDIA H200 "
+            f'(sm_90)" or "emulator"), got {json.dumps(data.get("gpu"))}'
+        )
     if data["status"] not in STATUSES:
         raise RecordsError(
             f"{where}: unknown status {data['status']!r}; one of {', '.join(STATUSES)}"
@@ -188,12 +216,31 @@ def best_record(
     task: Task,
     threads: int,
     target: str = "cpu",
-    cpu: str | None = None,
+    machine: str | None = None,
 ) -> Record | None:
-    """The fastest ok record of ``task`` on this CPU (or ``cpu``) and thread count."""
-    key = (task.key, target, cpu or cpu_model(), threads)
+    """The fastest ok record of ``task`` for ``target`` on ``machine`` (default:
+    this CPU; a ``cuda`` lookup names its GPU, ``gpu_device.gpu_key``) and thread
+    count."""
+    if machine is None:
+        if target != "cpu":
+            raise ValueError(f"a {target} record lookup names its machine")
+        machine = cpu_model()
+    key = (task.key, target, machine, threads)
     ok = [r for r in records if r.key == key and r.status == "ok" and r.gflops]
     return max(ok, key=lambda r: r.gflops or 0.0) if ok else None
+
+
+def _elsewhere(records: Sequence[Record], task: Task, target: str) -> str:
+    """``"; records of it on: A, B"``: the other machines (or thread counts) with
+    ok records of ``task`` for ``target``, or ""."""
+    others = sorted(
+        {
+            r.machine if r.target == "cuda" else f"{r.machine}, {r.threads} thread(s)"
+            for r in records
+            if r.task.key == task.key and r.target == target and r.status == "ok"
+        }
+    )
+    return f"; records of it on: {'; '.join(others)}" if others else ""
 
 
 def renamed(trace: str, kernel: str) -> list[TraceEntry]:
@@ -206,21 +253,29 @@ def records_schedule(
     threads: int,
     fallback: ScheduleSpec | None = None,
     report: dict[str, Any] | None = None,
+    target: str = "cpu",
+    machine: str | None = None,
 ) -> Callable[[Schedule], None]:
     """A schedule (for ``qidao.compile(schedule=...)``) giving every kernel with a
-    matching record the trace of its best record, and every other kernel what
+    matching record (``target``'s templates and records, on ``machine``: see
+    ``best_record``) the trace of its best record, and every other kernel what
     ``fallback`` (the schedule it would get otherwise) does. ``report["records"]``
-    gets kernel -> the record applied. A record whose trace no longer applies is
-    reported there and skipped."""
+    gets kernel -> the record applied, or why none was. A record whose trace no
+    longer applies is reported there and skipped."""
     records = load_records(Path(path))
+    if machine is None and target != "cpu":
+        raise ValueError(f"records for target {target!r} name the machine")
+    where = f" ({threads} thread(s))" if target == "cpu" else f" on {machine}"
 
     def schedule(s: Schedule) -> None:
         chosen: dict[str, tuple[Record, list[TraceEntry]]] = {}
         notes: dict[str, str] = {}
-        for kernel, task in kernel_tasks(s.module).items():
-            best = best_record(records, task, threads)
+        for kernel, task in kernel_tasks(s.module, target).items():
+            best = best_record(records, task, threads, target, machine)
             if best is None:
-                notes[kernel] = f"no record for {task.key} ({threads} thread(s))"
+                notes[kernel] = f"no record for {task.key}{where}" + _elsewhere(
+                    records, task, target
+                )
                 continue
             entries = renamed(best.trace, kernel)
             try:  # dry run: a stale record must not leave half a schedule
@@ -229,7 +284,9 @@ def records_schedule(
                 notes[kernel] = f"the record of {task.key} does not apply: {err}"
                 continue
             chosen[kernel] = (best, entries)
-            notes[kernel] = f"{task.key}: {best.gflops:.1f} GFLOP/s when tuned"
+            notes[kernel] = f"{task.key}: {best.gflops:.1f} GFLOP/s when tuned" + (
+                f" on {machine}" if target != "cpu" else ""
+            )
         pristine = {k: kernel_functions(s.module)[k].clone() for k in chosen}
         if fallback is not None:
             _apply_fallback(s, fallback)

@@ -6,7 +6,8 @@ qidao.compiler.tune.worker`` processes (fresh interpreters, never forks: a proce
 that used libgomp and then forks hangs the child), each with its threads pinned
 (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``). A trial that
 does not answer within ``timeout`` seconds is killed (``timeout``); a worker that
-dies is a ``crash``; either way a new worker takes its place and the batch goes on.
+dies is a ``crash``; either way a new worker takes its place and the batch goes on,
+as it does after an answer asking for a ``restart`` (a GPU trial's error).
 Trials of a batch run on the workers at the same time; the results come back in the
 order of the requests.
 """
@@ -95,6 +96,8 @@ class _Worker:
                 "timeout", error=f"no answer within {timeout:g} s", wall_s=timeout
             )
         data = json.loads(line)
+        if data.get("restart"):  # a GPU error may have spoiled the CUDA context
+            self.close()
         return TrialOutcome(
             str(data["status"]),
             [float(t) for t in data.get("times", ())],

@@ -12,6 +12,16 @@ as such and the search goes on. A progress bar (stderr) shows the trials and the
 best GFLOP/s so far. A reference point is measured the same way but is not a
 trial: the compiler's ``default`` schedule (the template's ``recipe``, which the
 evolutionary search measures first, is the same point for a matmul).
+
+For the GPU (``Measurement(target="cuda", device="cuda")``) the templates are
+``gpu_templates.GPU_TEMPLATES``, each trial is timed with CUDA events on the GPU
+(``gpu_worker.py``) and the records are keyed by the GPU's model and compute
+capability; ``device="emulate"`` runs the trials on the CPU emulator, timed by
+wall clock and keyed ``"emulator"``. Without a GPU, ``device="cuda"`` is a
+``CudaUnavailableError`` saying why, before any trial::
+
+    tune_task(named_gpu_task("softmax256x1024"), trials=32,
+              how=Measurement(target="cuda", device="emulate"))
 """
 
 from __future__ import annotations
@@ -22,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qidao.compiler.tune.records import Record, append_records
+from qidao.compiler.tune.gpu_device import gpu_key
+from qidao.compiler.tune.records import Record, append_records, cpu_model
 from qidao.compiler.tune.runner import TrialOutcome, WorkerPool
 from qidao.compiler.tune.search import (
     Evolution,
@@ -33,7 +44,7 @@ from qidao.compiler.tune.search import (
 )
 from qidao.compiler.tune.space import Point, Space
 from qidao.compiler.tune.task import Task
-from qidao.compiler.tune.templates import TEMPLATES
+from qidao.compiler.tune.templates import templates_of
 
 SEARCHES = ("evolutionary", "random", "exhaustive")
 
@@ -51,6 +62,23 @@ class Measurement:
     """More calls while they take less than this together..."""
     budget_s: float = 2.0
     """... and fewer when they would take more (at least one)."""
+    target: str = "cpu"
+    """``cpu`` or ``cuda`` (the GPU templates, trials and record keys)."""
+    device: str = "cuda"
+    """For ``cuda``: ``cuda`` (the GPU, CUDA events) or ``emulate`` (the CPU
+    emulator, wall clock)."""
+
+    def machine(self) -> str:
+        """The machine part of the records' key: this CPU, or the device's key
+        (``gpu_device.gpu_key``: a ``CudaUnavailableError`` without a GPU)."""
+        if self.target != "cuda":
+            return cpu_model()
+        if self.device == "cuda" and self.workers > 1:
+            raise ValueError(
+                f"workers={self.workers}: trials on one GPU at the same time would "
+                "time each other; tune a GPU with one worker"
+            )
+        return gpu_key(self.device, "tuning for target 'cuda'")
 
 
 @dataclass
@@ -68,10 +96,10 @@ class TuneResult:
         return max(ok, key=lambda r: r.gflops or 0.0) if ok else None
 
 
-def gflops(task: Task, outcome: TrialOutcome) -> float | None:
+def gflops(task: Task, outcome: TrialOutcome, target: str = "cpu") -> float | None:
     if outcome.status != "ok" or not outcome.times:
         return None
-    flops = TEMPLATES[task.kind].flops(task)
+    flops = templates_of(target)[task.kind].flops(task)
     return flops / statistics.median(outcome.times) / 1e9
 
 
@@ -93,6 +121,7 @@ class _Trials:
         self.records_path, self.bar = records_path, bar
         self.records: list[Record] = []
         self.best = 0.0
+        self.machine = how.machine()
 
     def request(self, trial: int, trace: str) -> dict[str, Any]:
         return {
@@ -103,6 +132,8 @@ class _Trials:
             "calls": self.how.calls,
             "min_time": self.how.min_time,
             "budget_s": self.how.budget_s,
+            "target": self.how.target,
+            "device": self.how.device,
         }
 
     def __call__(self, points: list[Point]) -> list[float | None]:
@@ -116,12 +147,13 @@ class _Trials:
         for k, (point, trace, outcome) in enumerate(
             zip(points, traces, outcomes, strict=True)
         ):
-            rate = gflops(self.space.task, outcome)
+            rate = gflops(self.space.task, outcome, self.how.target)
             rates.append(rate)
+            gpu = self.machine if self.how.target == "cuda" else ""
             batch.append(
                 Record(
                     task=self.space.task,
-                    threads=self.how.threads,
+                    threads=self.how.threads if self.how.target == "cpu" else 1,
                     config=self.space.config(point),
                     trace=trace,
                     kernel=kernel,
@@ -133,6 +165,8 @@ class _Trials:
                     seed=self.seed,
                     trial=first + k,
                     compile_s=outcome.compile_s,
+                    target=self.how.target,
+                    gpu=gpu,
                 )
             )
             self.best = max(self.best, rate or 0.0)
@@ -166,8 +200,9 @@ def tune_task(
             f"unknown search '{search}'; choose from {', '.join(SEARCHES)}"
         )
     how = how or Measurement()
+    how.machine()  # no GPU: say so before any trial
     evolution = evolution or Evolution()
-    template = TEMPLATES[task.kind]
+    template = templates_of(how.target)[task.kind]
     space = Space(template, task, threads=how.threads, small=small)
     total = len(space.points()) if search == "exhaustive" else trials
     bar = tqdm(
@@ -198,6 +233,6 @@ def measure_references(space: Space, measure: _Trials) -> dict[str, float | None
     requests = [measure.request(-1 - k, t) for k, t in enumerate(traces.values())]
     outcomes = measure.pool.run(requests)
     return {
-        name: gflops(space.task, outcome)
+        name: gflops(space.task, outcome, measure.how.target)
         for name, outcome in zip(traces, outcomes, strict=True)
     }

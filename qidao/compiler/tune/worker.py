@@ -13,6 +13,10 @@ rtol 1e-3), then times ``calls`` more calls, more when they take under
 hang is the parent's to notice (``runner.py``): it kills the worker and starts
 another. The worker is a fresh process (never a fork of one that ran libgomp).
 
+A request with ``"target": "cuda"`` is a GPU trial (``gpu_worker.py``: compiled
+for CUDA, checked the same way, timed with CUDA events on a GPU or by wall clock on
+the emulator).
+
 Test hook: ``QIDAO_TUNE_FAULT="hang:0,crash:1,wrong:2"`` makes the trials with
 those ids hang, crash the process (``os._exit``) or return a wrong result
 (``*`` for every id).
@@ -27,13 +31,10 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
+from qidao.compiler.tune.reference import check, task_data
+from qidao.compiler.tune.task import Task
 
-from qidao.compiler.tune.task import DTYPE_NAMES, Task
-
-RTOL = 1e-3
 MAX_CALLS = 1000
-_REFERENCES: dict[str, tuple[list[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {}
 
 
 def fault(trial: int) -> str:
@@ -43,31 +44,6 @@ def fault(trial: int) -> str:
         if kind and which in ("*", str(trial)):
             return kind
     return ""
-
-
-def task_data(task: Task) -> tuple[list[np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
-    """Random inputs of the task (seed 0) and the NumPy reference, cached."""
-    from qidao.compiler.tune.templates import TEMPLATES
-
-    if task.key not in _REFERENCES:
-        rng = np.random.default_rng(0)
-        dtype = DTYPE_NAMES[task.dtype]
-        inputs = [rng.standard_normal(s).astype(dtype) for s in task.shapes[:-1]]
-        _REFERENCES[task.key] = (inputs, TEMPLATES[task.kind].reference(inputs))
-    return _REFERENCES[task.key]
-
-
-def check(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any], depth: int) -> str:
-    """ "" when ``got`` matches; else where it differs. ``depth``: the summed terms
-    per element (the absolute tolerance grows with its square root)."""
-    if got.shape != want.shape:
-        return f"shape {got.shape}, expected {want.shape}"
-    atol = RTOL * float(np.sqrt(max(depth, 1)))
-    if np.allclose(got, want, rtol=RTOL, atol=atol):
-        return ""
-    bad = np.unravel_index(np.argmax(np.abs(got - want)), want.shape)
-    index = tuple(int(i) for i in bad)
-    return f"differs from NumPy at {index}: got {got[bad]}, expected {want[bad]}"
 
 
 def run_trial(request: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +57,10 @@ def run_trial(request: dict[str, Any]) -> dict[str, Any]:
         time.sleep(1e6)
     if injected == "crash":
         os._exit(70)
+    if request.get("target", "cpu") == "cuda":
+        from qidao.compiler.tune.gpu_worker import run_gpu_trial
+
+        return run_gpu_trial(request, injected)
     task = Task.from_json(request["task"])
     template = TEMPLATES[task.kind]
     inputs, want = task_data(task)

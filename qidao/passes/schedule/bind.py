@@ -83,38 +83,44 @@ from xdsl.context import Context
 from xdsl.dialects import affine, builtin, func, memref, vector
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
-from xdsl.ir.affine import AffineConstantExpr
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
+from qidao.passes.schedule.loops.block import check_block_nest
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
     NonConstantBoundsError,
     ScheduleError,
 )
+from qidao.passes.schedule.loops.gpu import (
+    AXES,
+    BIND_ATTR,
+    BLOCK_AXES,
+    GPU_AXES,
+    MAX_BLOCK_DIM,
+    MAX_GRID_DIM,
+    MAX_THREADS_PER_BLOCK,
+    THREAD_AXES,
+    THREADS_ATTR,
+    accessed_memref,
+    allocated_in,
+    bound_axis,
+    gpu_loops,
+    launch_extent,
+    needs_guard,
+    stride_threads,
+    top_level_nest,
+)
 from qidao.passes.schedule.loops.nest import (
     MEMREF_VIEWS,
-    constant_of,
     find_loop,
     iv,
     kernel_functions,
     loop_name,
     root_buffer,
-    step_of,
 )
 from qidao.passes.schedule.parallel import PARALLEL_ATTR, check_parallel, parallelize
-
-BIND_ATTR = "qd.bind"
-"""The string attribute naming the GPU axis a loop is bound to."""
-
-BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-GPU_AXES = BLOCK_AXES + THREAD_AXES
-AXES = ("threads", *GPU_AXES)
-MAX_THREADS_PER_BLOCK = 1024
-MAX_BLOCK_DIM = {"x": 1024, "y": 1024, "z": 64}
-MAX_GRID_DIM = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 
 _ALLOCS = (memref.AllocOp, memref.AllocaOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, vector.StoreOp)
@@ -145,54 +151,6 @@ class GpuLoopOnCpuError(ScheduleError):
     """A kernel with a GPU-bound loop went down the CPU pipeline."""
 
 
-# --- reading bindings -------------------------------------------------------------
-
-
-def bound_axis(loop: Operation) -> str | None:
-    """The GPU axis ``loop`` is bound to (``qd.bind``), or None."""
-    attr = loop.attributes.get(BIND_ATTR)
-    return attr.data if isinstance(attr, StringAttr) else None
-
-
-def gpu_loops(op: Operation) -> list[affine.ForOp]:
-    """The GPU-bound loops in ``op`` (a kernel or a nest), outer before inner."""
-    return [
-        loop
-        for loop in op.walk()
-        if isinstance(loop, affine.ForOp) and bound_axis(loop) is not None
-    ]
-
-
-def top_level_nest(kernel_fn: func.FuncOp, op: Operation) -> Operation:
-    """The op of the kernel's body that holds ``op`` (its loop nest)."""
-    while op.parent_block() is not kernel_fn.body.block:
-        parent = op.parent_op()
-        assert parent is not None, "the op is not inside the kernel"
-        op = parent
-    return op
-
-
-def launch_extent(loop: affine.ForOp) -> int | None:
-    """The iterations a bound loop spans (its launch dimension): a constant lower
-    bound and the smallest constant result of its upper bound map; else None."""
-    lb = constant_of(loop.lowerBoundMap.data)
-    upper = loop.upperBoundMap.data
-    if lb is None or upper.num_symbols:
-        return None
-    constants = [r.value for r in upper.results if isinstance(r, AffineConstantExpr)]
-    if not constants:
-        return None
-    return max(0, -(-(min(constants) - lb) // step_of(loop)))
-
-
-def needs_guard(loop: affine.ForOp) -> bool:
-    """True when the upper bound has non-constant results (``min(256, N - 256 o)``):
-    some points of the launch must skip the body."""
-    return any(
-        not isinstance(r, AffineConstantExpr) for r in loop.upperBoundMap.data.results
-    )
-
-
 # --- the checks -------------------------------------------------------------------
 
 
@@ -207,22 +165,6 @@ def _buffer_key(value: SSAValue, kernel_fn: func.FuncOp) -> SSAValue | str:
     if isinstance(root, OpResult) and isinstance(root.owner, memref.GetGlobalOp):
         return f"@{root.owner.name_.root_reference.data}"
     return root
-
-
-def _memref_of(op: Operation) -> SSAValue:
-    if isinstance(op, affine.StoreOp | affine.LoadOp | memref.StoreOp | memref.LoadOp):
-        return op.memref
-    assert isinstance(op, vector.LoadOp | vector.StoreOp)
-    return op.base
-
-
-def _allocated_in(value: SSAValue, scope: Operation) -> bool:
-    root = root_buffer(value)
-    return (
-        isinstance(root, OpResult)
-        and isinstance(root.owner, _ALLOCS)
-        and scope.is_ancestor(root.owner)
-    )
 
 
 def _name(value: SSAValue) -> str:
@@ -243,11 +185,18 @@ class _NestCheck:
 
     def check(self) -> None:
         bound = gpu_loops(self.nest)
-        if not bound:
+        strided = [loop for loop in bound if stride_threads(loop) is not None]
+        bound = [loop for loop in bound if stride_threads(loop) is None]
+        if strided:
+            self.check_axes(bound)
+            self.check_limits([*bound, strided[0]])
+            check_block_nest(self.fn, self.nest, self.kernel, self.loop, bound, strided)
+        elif not bound:
             return
-        self.check_axes(bound)
-        self.check_limits(bound)
-        self.check_outside(bound[-1])
+        else:
+            self.check_axes(bound)
+            self.check_limits(bound)
+            self.check_outside(bound[-1])
         for k, loop in enumerate(bound):
             serial = [
                 op
@@ -274,7 +223,8 @@ class _NestCheck:
             if loop.inits:
                 raise self.fail(
                     f"'{name}' carries values from one iteration to the next "
-                    "(iter_args: a reduction); its iterations cannot run at once"
+                    "(iter_args: a reduction); its iterations cannot run at once "
+                    "(block_stride shares a reduction among a block's threads)"
                 )
             if launch_extent(loop) is None:
                 raise self.fail(
@@ -326,10 +276,10 @@ class _NestCheck:
         written: set[SSAValue | str] = set()
         for op in innermost.walk():
             if isinstance(op, _WRITES):
-                target = _memref_of(op)
-                if _allocated_in(target, innermost):
+                target = accessed_memref(op)
+                if allocated_in(target, innermost):
                     continue
-                if _allocated_in(target, self.nest):
+                if allocated_in(target, self.nest):
                     raise self.fail(
                         f"the innermost bound loop '{inner}' writes {_name(target)}, "
                         "allocated outside it: every thread would write its own copy"
@@ -339,14 +289,14 @@ class _NestCheck:
             if op is innermost or innermost.is_ancestor(op):
                 continue
             if isinstance(op, _WRITES):
-                target = _memref_of(op)
-                if not _allocated_in(target, self.nest):
+                target = accessed_memref(op)
+                if not allocated_in(target, self.nest):
                     raise self.fail(
                         f"'{op.name}' writes {_name(target)} outside the innermost "
                         f"bound loop '{inner}': every thread of the launch would run it"
                     )
             elif isinstance(op, _READS):
-                target = _memref_of(op)
+                target = accessed_memref(op)
                 if _buffer_key(target, self.fn) in written:
                     raise self.fail(
                         f"'{op.name}' reads {_name(target)} outside the innermost "
@@ -461,7 +411,13 @@ class BindPass(ModulePass):
 __all__ = [
     "AXES",
     "BIND_ATTR",
+    "BLOCK_AXES",
     "GPU_AXES",
+    "MAX_BLOCK_DIM",
+    "MAX_GRID_DIM",
+    "MAX_THREADS_PER_BLOCK",
+    "THREADS_ATTR",
+    "THREAD_AXES",
     "AxisAlreadyBoundError",
     "BindNestingError",
     "BindPass",
@@ -474,5 +430,6 @@ __all__ = [
     "launch_extent",
     "needs_guard",
     "refuse_gpu_bindings",
+    "stride_threads",
     "top_level_nest",
 ]

@@ -340,8 +340,10 @@ class _Checker:
         primitive: str = "parallel",
         root: Operation | None = None,
         fixed: frozenset[SSAValue] = frozenset(),
+        carried: bool = False,
     ) -> None:
         self.fn = kernel_fn
+        self.carried = carried
         self.loop = loop
         self.kernel = kernel
         self.primitive = primitive
@@ -352,7 +354,7 @@ class _Checker:
         return IllegalScheduleError(self.primitive, self.kernel, self.loop_name, reason)
 
     def check(self) -> None:
-        if self.loop.inits:
+        if self.loop.inits and not self.carried:
             raise self.fail(
                 "it carries values from one iteration to the next (iter_args: a "
                 "reduction); its iterations cannot run at the same time"
@@ -538,6 +540,7 @@ def check_parallel(
     primitive: str = "parallel",
     root: Operation | None = None,
     fixed: frozenset[SSAValue] = frozenset(),
+    carried: bool = False,
 ) -> None:
     """Prove that no two iterations of ``loop`` touch an element that one of them
     writes (rules 1-4 above), or raise ``IllegalScheduleError`` from ``primitive``.
@@ -547,8 +550,10 @@ def check_parallel(
     count as windows, not as invariants, so the iterations of ``loop`` are
     disjoint whatever those loops' iterations are (``bind`` uses it for a GPU
     axis inside a serial loop, whose iterations no barrier separates). Values in
-    ``fixed`` stay invariant (the counters of enclosing bound loops)."""
-    _Checker(kernel_fn, loop, kernel, primitive, root, fixed).check()
+    ``fixed`` stay invariant (the counters of enclosing bound loops). With
+    ``carried``, ``iter_args`` are the caller's to combine (``block_stride``'s
+    reductions across a block): only memory is checked."""
+    _Checker(kernel_fn, loop, kernel, primitive, root, fixed, carried).check()
 
 
 def parallelize(

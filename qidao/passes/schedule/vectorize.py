@@ -46,7 +46,7 @@ the result only by the yield (or the store back). Max and min are exact in any o
 float add is not associative, so W partial sums and a tree (``passes/cpu/llvm/vector.py``) round
 differently from one left-to-right sum, as the ``reorder`` pass already allows for
 pure accumulations (and as every vectorized BLAS dot product does). The
-accumulations are recognized and carried by ``_vectorize_reductions.py``.
+accumulations are recognized and carried by ``loops/reductions.py``.
 
     for j in [0, N)                            acc_v = splat(-0.0)
       acc = acc + x[j]              ==>        for j in [0, N/W*W) step W
@@ -165,13 +165,6 @@ from xdsl.ir.affine import (
 )
 from xdsl.passes import ModulePass
 
-from qidao.passes.schedule._vectorize_reductions import (
-    Reduction,
-    fold_accumulators,
-    memory_reduction,
-    register_reduction,
-    start_accumulators,
-)
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
@@ -186,6 +179,13 @@ from qidao.passes.schedule.loops.nest import (
     loop_name,
     simplify,
     step_of,
+)
+from qidao.passes.schedule.loops.reductions import (
+    Reduction,
+    fold_accumulators,
+    memory_reduction,
+    register_reduction,
+    start_accumulators,
 )
 
 PRIMITIVE = "vectorize"

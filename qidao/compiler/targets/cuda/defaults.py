@@ -10,11 +10,17 @@ kernel is one launch (``emit/``), so each nest is scheduled on its own:
 ============  =====================================================================
 kind          default
 ============  =====================================================================
-elementwise   the loops of the nest on the grid (``bind_nest``): the innermost
-              split by 256, ``threadIdx.x`` inside ``blockIdx.x``, the outer loops
-              on ``blockIdx.y``/``z``; a short innermost loop takes a second
-              thread axis (``threadIdx.y``) from the loop around it. Tails are
-              guarded (``split``'s ``min``).
+elementwise   4 elements a thread (``wide_loops``) when the innermost loop runs
+              a multiple of 4 times and every access is contiguous along it or
+              does not move with it: that loop split by 4, the inner part
+              vectorized (one ``float4`` load or store a thread per f32 access,
+              two ``double2`` per f64 one, where the emitter proves the
+              alignment); else one element a thread. Then the loops of the nest
+              on the grid (``bind_nest``): the innermost split by 256,
+              ``threadIdx.x`` inside ``blockIdx.x``, the outer loops on
+              ``blockIdx.y``/``z``; a short innermost loop takes a second thread
+              axis (``threadIdx.y``) from the loop around it. Tails are guarded
+              (``split``'s ``min``).
 matmul        the zeroing and the epilogue as elementwise nests; the product as a
               register-tiled SGEMM (``schedule_matmul``): a block computes a
               ``TY*TM x TX*TN`` tile of C with ``TY x TX`` threads, each thread a
@@ -28,13 +34,23 @@ matmul        the zeroing and the epilogue as elementwise nests; the product as 
               element of C, k serial in a register (``cache_write``). C is
               zeroed by its own launch: ``compute_at`` cannot put the zeroing in
               a thread's tile, whose start moves with two loops (block, thread).
-rows          softmax, layer norm, reductions: a thread per row, the rows per
-              block chosen for about 2048 blocks (``ROW_BLOCKS``); the
-              reductions stay serial in the thread, since the emitter has no
-              block-wide reduction.
-conv2d,       the parallel loops of each nest on the grid, as elementwise; the
-other         loops after a reduction loop (a conv's output channels after
-              ``kh, kw, c``) on ``threadIdx.x`` when they are parallel.
+rows          softmax, layer norm, reductions over the last axes: a row per
+              block, the row loops on ``blockIdx.x/y/z`` (or, for rows of up to
+              256 elements, a row per warp, 4 rows a block on ``threadIdx.y``),
+              each pass over the row a block-stride loop (``block_stride``: 32
+              to 512 threads, about 8 elements a thread) whose reduction is
+              combined across the row's threads (warp shuffles, then a
+              ``__shared__`` slot per warp). Else (a pass that is not an
+              accumulation, a serial loop in the band) a thread per row, the
+              rows per block chosen for about 2048 blocks (``ROW_BLOCKS``).
+conv2d, pool  ``default_kinds.py`` (and reductions over other than the last
+              axes): a thread per output element, the output loops first
+              (``reorder``), the innermost output dimension on ``threadIdx.x``
+              (coalesced stores), the rest on the grid, the reduction over
+              ``c, kh, kw`` (or the window, or the reduced axes) in a register
+              (``cache_write``); pools of 32 channels or more deal the channels
+              out with ``block_stride``.
+other         the parallel loops of each nest on the grid, as elementwise.
 ============  =====================================================================
 
 A scheduler raises :class:`NotApplicable` with the reason, or a primitive raises a
@@ -46,20 +62,32 @@ bound loops runs ``<<<1, 1>>>`` (``stats["serial_launches"]``).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from xdsl.dialects import affine, memref
+from xdsl.dialects import affine
 from xdsl.ir import Operation
-from xdsl.traits import is_side_effect_free
 
-from qidao.compiler.defaults import NotApplicable, attempt, kind_of
+from qidao.compiler.defaults import NotApplicable, kind_of
 from qidao.compiler.schedule import Schedule, ScheduleError
+from qidao.compiler.targets.cuda import tensor_cores
+from qidao.compiler.targets.cuda.default_kinds import (
+    reduce_or,
+    schedule_conv,
+    schedule_pool,
+)
+from qidao.compiler.targets.cuda.loop_reading import (
+    attempt_step,
+    band,
+    each_nest,
+    extent,
+    is_parallel,
+    nests,
+    unroll_single_trips,
+)
 from qidao.passes.schedule.bind import MAX_GRID_DIM, top_level_nest
-from qidao.passes.schedule.loops.nest import find_loop, iv, kernel_functions, loop_name
-from qidao.passes.schedule.parallel import check_parallel
+from qidao.passes.schedule.loops.nest import find_loop, iv, loop_name
+from qidao.passes.schedule.vectorize import check_vectorizable
 
 __all__ = [
     "MATMUL_TILES",
@@ -71,8 +99,16 @@ __all__ = [
 
 THREADS = 256
 """Threads per block of an elementwise nest."""
+ROW_THREADS = 512
+"""The most threads that share one row (``block_rows``)."""
+ROW_ELEMENTS = 8
+"""A row gets about this many elements a thread per pass: 32 threads for rows of
+up to 256, 128 for 1024, 512 for 4096 and longer."""
+ROW_BLOCK_THREADS = 128
+"""Short rows take several rows a block, up to this many threads a block (4 warps
+of rows of up to 256 elements)."""
 ROW_BLOCKS = 2048
-"""A rows kernel takes the fewest rows per block (a power of two, at most 256)
+"""A rows kernel without block-wide rows (``thread_rows``) takes the fewest rows per block (a power of two, at most 256)
 that keep its grid within this many blocks: about 16 blocks of one warp per SM
 of a 132-SM GPU. Measured on an H200 (softmax over 1024 floats a row): 4096 rows
 take 194 / 146 / 150 / 172 / 185 / 263 µs at 1 / 2 / 4 / 8 / 16 / 32 rows a
@@ -124,64 +160,6 @@ Scheduler = Callable[[Schedule, str], str]
 # --- reading the loops ----------------------------------------------------------------
 
 
-def nests(s: Schedule, kernel: str) -> list[str]:
-    """The names of the top-level loops of ``kernel`` (one launch each)."""
-    fn = kernel_functions(s.module)[kernel]
-    return [
-        str(loop_name(op))
-        for op in fn.body.block.ops
-        if isinstance(op, affine.ForOp) and loop_name(op) is not None
-    ]
-
-
-def band(s: Schedule, kernel: str, top: str) -> list[str]:
-    """The loops nested one in the other from ``top``: each body holds one loop
-    and otherwise only loads and ops without effects (which ``bind`` allows
-    between bound loops)."""
-    _, loop = find_loop(s.module, "default schedule", kernel, top)
-    names = [top]
-    while True:
-        inner = [op for op in loop.body.block.ops if isinstance(op, affine.ForOp)]
-        others = [
-            op
-            for op in loop.body.block.ops
-            if not isinstance(op, affine.ForOp | affine.YieldOp)
-        ]
-        if len(inner) != 1 or not all(_harmless(op) for op in others):
-            return names
-        loop = inner[0]
-        if loop_name(loop) is None:
-            return names
-        names.append(str(loop_name(loop)))
-
-
-def _harmless(op: Operation) -> bool:
-    return isinstance(op, affine.LoadOp | memref.LoadOp) or (
-        is_side_effect_free(op) and not op.regions
-    )
-
-
-def parallel(s: Schedule, kernel: str, name: str) -> bool:
-    """True when the iterations of loop ``name`` write disjoint elements whatever
-    the loops around it do (``bind``'s rule 3 with every loop around serial) and it
-    carries no values (``iter_args``)."""
-    fn, loop = find_loop(s.module, "default schedule", kernel, name)
-    if loop.inits:
-        return False
-    try:
-        check_parallel(fn, loop, kernel, "bind", top_level_nest(fn, loop))
-    except ScheduleError:
-        return False
-    return True
-
-
-def _extent(s: Schedule, kernel: str, name: str) -> int:
-    extent = s.extents(kernel)[name]
-    if extent is None:
-        raise NotApplicable(f"loop '{name}' has non-constant bounds")
-    return extent
-
-
 # --- the grid -------------------------------------------------------------------------
 
 
@@ -198,7 +176,7 @@ def bind_nest(
     iteration, or one no axis is left for, stays serial. When ``inner`` is shorter
     than ``threads / 2``, the loop around it gives ``threadIdx.y``."""
     outer = list(outer)
-    n = _extent(s, kernel, inner)
+    n = extent(s, kernel, inner)
     axes: dict[str, str] = {}
     free = ["blockIdx.x", "blockIdx.y", "blockIdx.z"]
     if n > threads:
@@ -208,7 +186,7 @@ def bind_nest(
         axes[inner] = "threadIdx.x"
         if outer and n <= threads // 2:
             y = outer[-1]
-            ny, per = _extent(s, kernel, y), max(1, threads // n)
+            ny, per = extent(s, kernel, y), max(1, threads // n)
             if ny > per:
                 y_o, y_i = s.split(kernel, y, per)
                 outer[-1] = y_o
@@ -217,10 +195,10 @@ def bind_nest(
                 outer.pop()
                 axes[y] = "threadIdx.y"
     for name in reversed(outer):
-        extent = _extent(s, kernel, name)
-        if extent == 1:
+        trips = extent(s, kernel, name)
+        if trips == 1:
             continue
-        axis = next((a for a in free if extent <= MAX_GRID_DIM[a[-1]]), None)
+        axis = next((a for a in free if trips <= MAX_GRID_DIM[a[-1]]), None)
         if axis is None:
             break
         free.remove(axis)
@@ -234,22 +212,6 @@ def bind_nest(
     return grid
 
 
-def unroll_single_trips(s: Schedule, kernel: str, top: str) -> str:
-    """Unroll the loops of one iteration in the band of nest ``top`` (a batch
-    loop of 1: its counter becomes 0, which ``bind``'s checks can compare with
-    the ``0`` of the accesses that were folded already); the name of the nest's
-    outermost loop after it. Raises ``NotApplicable`` when every loop of the band
-    runs once: the nest is one point, a ``<<<1, 1>>>`` launch."""
-    loops = band(s, kernel, top)
-    extents = s.extents(kernel)
-    ones = [name for name in loops if extents[name] == 1]
-    if len(ones) == len(loops):
-        raise NotApplicable(f"every loop of nest '{top}' runs once")
-    for name in ones:
-        s.unroll(kernel, name, 0)
-    return next(name for name in loops if name not in ones)
-
-
 def schedule_loops(s: Schedule, kernel: str, top: str, threads: int = THREADS) -> str:
     """One nest on the grid: the parallel loops at the top of its band on the block
     axes, and on ``threadIdx.x`` the innermost band loop when it is parallel
@@ -260,71 +222,228 @@ def schedule_loops(s: Schedule, kernel: str, top: str, threads: int = THREADS) -
     loops = band(s, kernel, top)
     prefix: list[str] = []
     for name in loops:
-        if not parallel(s, kernel, name):
+        if not is_parallel(s, kernel, name):
             break
         prefix.append(name)
     last = loops[-1]
-    if last not in prefix and parallel(s, kernel, last):
+    if last not in prefix and is_parallel(s, kernel, last):
         return bind_nest(s, kernel, prefix, last, threads)
     if not prefix:
         raise NotApplicable(f"no loop of nest '{top}' is parallel")
     return bind_nest(s, kernel, prefix[:-1], prefix[-1], threads)
 
 
+VECTOR_LANES = 4
+"""Elements of the innermost loop that a thread of an elementwise nest takes at
+once (``wide_loops``): 16 bytes of f32, one ``float4`` load or store per access.
+
+Why one 16-byte vector a thread. What decides is the width of each load: a warp's
+``float`` load moves 128 bytes, its ``float4`` load 512, for the same
+instructions; a memory-bound kernel on an A100 went from 39% to 78% of the
+bandwidth from the one to the other (fridayswithfaraday.com, "CUDA Kernel
+Engineering" part 12, "Vectorized Loads: float4, int4, and 128-Bit Memory
+Transactions"); by the estimates of "GPU Kernel 工程（03）：访存合并与
+elementwise kernel" (an A100), 16 bytes a thread reach 85-92% where 2-4 bytes
+stay at 60-80%, and a grid-stride loop adds 0-3 points (it also reads ATen
+v2.10: 128 threads a block, no grid-stride loop, 8 elements a thread as two
+interleaved vectors). Bytes in flight (Little's law): an H200's ~4.8 TB/s
+times ~600 ns of latency is ~2.9 MB, ~22 KB per SM of 132, ~43 warps each with
+one 512-byte load outstanding; this kernel's 256-thread blocks fit 8 a SM, 64
+warps, so one vector a thread covers that with ~1.5x to spare. Two vectors a thread as ATen lays them out (thread t
+takes vectors t and t + 256 of its block, each warp load contiguous) cannot be
+scheduled yet: ``reorder`` refuses a band with vector ops and cannot prove the
+split index ``((b * 2 + u) * 256 + t) * 4 + v`` injective; two adjacent vectors a
+thread would use half of each 32-byte sector per warp load. Not measured here
+(no GPU): the issue's target is 85% of the device-to-device copy at 2^26 floats,
+which the GPU check measures."""
+
+
+def wide_loops(s: Schedule, kernel: str, top: str, threads: int = THREADS) -> str:
+    """One elementwise nest, ``VECTOR_LANES`` elements a thread: the innermost
+    loop of its band split by ``VECTOR_LANES``, the inner part vectorized and
+    unrolled (one vector a thread), the outer part and the parallel loops around
+    it on the grid (``bind_nest``, ``threads`` a block). As ``schedule_loops``
+    (one element a thread) when ``why_not_wide`` finds a reason, which the report
+    gives::
+
+        for i0 in [0, 64): for i1 in [0, 4096):    out[i0, i1] = f(x[i0, i1], b[i1])
+            ==>  "4 elements a thread (i1_i vectorized): i0 -> blockIdx.y,
+                 i1_o_o -> blockIdx.x, i1_o_i -> threadIdx.x": 64 x 4 blocks of
+                 256 threads, each a vector.load of x[i0, i1_o_o * 1024 +
+                 i1_o_i * 4] and of b[..] (vector<4xf32>), one vector.store
+    """
+    top = unroll_single_trips(s, kernel, top)
+    loops = band(s, kernel, top)
+    why = why_not_wide(s, kernel, loops[-1])
+    if why is not None:
+        grid = schedule_loops(s, kernel, top, threads)
+        return f"{grid} (one element a thread: {why})"
+    prefix: list[str] = []
+    for name in loops[:-1]:
+        if not is_parallel(s, kernel, name):
+            break
+        prefix.append(name)
+    outer, inner = s.split(kernel, loops[-1], VECTOR_LANES)
+    s.vectorize(kernel, inner, VECTOR_LANES)
+    s.unroll(kernel, inner, 0)
+    grid = bind_nest(s, kernel, prefix, outer, threads)
+    return f"{VECTOR_LANES} elements a thread ({inner} vectorized): {grid}"
+
+
+def why_not_wide(s: Schedule, kernel: str, name: str) -> str | None:
+    """Why the innermost loop ``name`` cannot give ``VECTOR_LANES`` elements a
+    thread (``wide_loops``), or None: it must run a multiple of ``VECTOR_LANES``
+    times, be parallel, and pass ``vectorize``'s checks (every access contiguous
+    along it or invariant, float elements, no ops ``vectorize`` does not know)."""
+    trips = s.extents(kernel)[name]
+    if trips is None:
+        return f"loop '{name}' has non-constant bounds"
+    if trips % VECTOR_LANES:
+        return f"loop '{name}' runs {trips} times, not a multiple of {VECTOR_LANES}"
+    if not is_parallel(s, kernel, name):
+        return f"loop '{name}' is not parallel"
+    _, loop = find_loop(s.module, "default schedule", kernel, name)
+    try:
+        check_vectorizable(loop, kernel, name, VECTOR_LANES)
+    except ScheduleError as err:
+        return str(err)
+    return None
+
+
 # --- the kinds ------------------------------------------------------------------------
 
 
-def _attempt(s: Schedule, kernel: str, step: Callable[..., str], *args: Any) -> str:
-    """``step(s, kernel, *args)``, or the kernel and the trace put back as they were
-    and the reason (``"none: ..."``): ``qidao.compiler.defaults.attempt``."""
-    return attempt(s, kernel, functools.partial(step, s, kernel, *args))
-
-
-def _each_nest(
-    s: Schedule, kernel: str, schedule: Callable[[Schedule, str, str], str]
-) -> str:
-    """Every top-level nest scheduled by ``schedule(s, kernel, nest)``, each on its
-    own; one ``'<nest>': <what>`` entry each."""
-    done = []
-    for k in range(len(nests(s, kernel))):
-        top = nests(s, kernel)[k]  # (a nest's name changes when its top unrolls)
-        done.append(f"'{top}': {_attempt(s, kernel, schedule, top)}")
-    if not done:
-        raise NotApplicable("the kernel has no loop")
-    return "; ".join(done)
-
-
 def schedule_elementwise(s: Schedule, kernel: str) -> str:
-    """Each nest's loops on the grid (``schedule_loops``)."""
-    return _each_nest(s, kernel, schedule_loops)
+    """Each nest's loops on the grid, 4 elements a thread where they can be
+    (``wide_loops``)."""
+    return each_nest(s, kernel, wide_loops)
+
+
+def row_threads(length: int) -> int:
+    """The threads that share a row of ``length`` elements: a power of two from 32
+    (a warp) to ``ROW_THREADS``, about ``ROW_ELEMENTS`` elements a thread per pass."""
+    threads = 32
+    while threads < ROW_THREADS and threads * ROW_ELEMENTS < length:
+        threads *= 2
+    return threads
+
+
+def block_rows(
+    s: Schedule,
+    kernel: str,
+    top: str,
+    threads: int | None = None,
+    rows_a_block: int | None = None,
+) -> str:
+    """A row per ``T`` threads (``block_stride``): the innermost row loop on
+    ``blockIdx.x`` (split by ``Y`` onto ``threadIdx.y`` when a row takes fewer
+    than ``ROW_BLOCK_THREADS`` threads: ``Y`` rows a block), the others on
+    ``blockIdx.y``/``z`` (the outermost fused beyond three), and each pass over the
+    row (the loops in the row loop's body) a block-stride loop of ``T =
+    row_threads(length)`` threads, its reduction combined across them. ``threads``
+    and ``rows_a_block`` override ``T`` and ``Y`` (the tuner's knobs; ``Y`` must
+    divide the innermost row loop)."""
+    loops = band(s, kernel, top)
+    rows: list[str] = []
+    for name in loops:
+        if not is_parallel(s, kernel, name):
+            break
+        rows.append(name)
+    if not rows:
+        raise NotApplicable(f"no loop of nest '{top}' is a parallel row loop")
+    _, inner = find_loop(s.module, "default schedule", kernel, rows[-1])
+    passes = [
+        str(loop_name(op))
+        for op in inner.body.block.ops
+        if isinstance(op, affine.ForOp) and loop_name(op) is not None
+    ]
+    if not passes:
+        raise NotApplicable(f"row loop '{rows[-1]}' holds no loop over the row")
+    while len(rows) > 3:  # three block axes: fuse the outermost row loops
+        rows[:2] = [s.fuse(kernel, rows[0], rows[1])]
+    length = max(extent(s, kernel, name) for name in passes)
+    threads = threads or row_threads(length)
+    row = rows[-1]
+    count = extent(s, kernel, row)
+    per = 1
+    while threads * per * 2 <= ROW_BLOCK_THREADS and count % (per * 2) == 0:
+        per *= 2
+    if rows_a_block is not None:
+        if count % rows_a_block or threads * rows_a_block > 1024:
+            raise NotApplicable(
+                f"{rows_a_block} rows a block of {threads} threads: the row loop "
+                f"'{row}' ({count}) must divide by it, and at most 1024 threads"
+            )
+        per = rows_a_block
+    axes: dict[str, str] = {}
+    if per > 1:
+        outer, within = s.split(kernel, row, per)
+        axes[outer], axes[within] = "blockIdx.x", "threadIdx.y"
+        where = f"{per} rows a block"
+    else:
+        axes[row] = "blockIdx.x"
+        where = "a row a block"
+    outer_axes = ("blockIdx.y", "blockIdx.z")[: len(rows) - 1]
+    for name, axis in zip(reversed(rows[:-1]), outer_axes, strict=True):
+        if extent(s, kernel, name) > MAX_GRID_DIM[axis[-1]]:
+            raise NotApplicable(
+                f"row loop '{name}' spans {extent(s, kernel, name)} blocks, over "
+                f"the {axis} limit {MAX_GRID_DIM[axis[-1]]}"
+            )
+        axes[name] = axis
+    order = s.loops(kernel)
+    for name in sorted(axes, key=order.index):
+        s.bind(kernel, name, axes[name])
+    where += (
+        " ("
+        + ", ".join(f"{name} -> {axes[name]}" for name in sorted(axes, key=order.index))
+        + ")"
+    )
+    s.block_stride(kernel, threads, *passes)
+    return (
+        f"{where}, {threads} threads a row: {', '.join(passes)} block-stride, "
+        "reductions combined across the row"
+    )
 
 
 def schedule_rows(s: Schedule, kernel: str) -> str:
+    """Each nest: a row per block or per warp (``block_rows``); else a thread per
+    row, the rows per block chosen for about ``ROW_BLOCKS`` blocks and the
+    reductions serial in each thread (``thread_rows``)."""
+    return each_nest(s, kernel, _rows_nest)
+
+
+def _rows_nest(s: Schedule, kernel: str, top: str) -> str:
+    what = attempt_step(s, kernel, block_rows, top)
+    if not what.startswith("none: "):
+        return what
+    return (
+        attempt_step(s, kernel, thread_rows, top) + f" (no block-wide rows: {what[6:]})"
+    )
+
+
+def thread_rows(s: Schedule, kernel: str, top: str) -> str:
     """A thread per row: the row loops (the parallel loops around the reductions)
     on the grid, about ``ROW_BLOCKS`` blocks, the reductions serial in each
     thread."""
-
-    def one(s: Schedule, kernel: str, top: str) -> str:
-        loops = band(s, kernel, top)
-        rows = 1
-        for name in loops:
-            if not parallel(s, kernel, name):
-                break
-            rows *= _extent(s, kernel, name)
-        per = 1
-        while rows > ROW_BLOCKS * per and per < THREADS:
-            per *= 2
-        return f"a thread per row, {per} a block: " + schedule_loops(
-            s, kernel, top, per
-        )
-
-    return _each_nest(s, kernel, one)
+    loops = band(s, kernel, top)
+    rows = 1
+    for name in loops:
+        if not is_parallel(s, kernel, name):
+            break
+        rows *= extent(s, kernel, name)
+    per = 1
+    while rows > ROW_BLOCKS * per and per < THREADS:
+        per *= 2
+    return f"a thread per row, {per} a block: " + schedule_loops(s, kernel, top, per)
 
 
 def schedule_matmul(s: Schedule, kernel: str) -> str:
     """The zeroing and the epilogue nests as elementwise; the product nest
-    (``[b..], i, k, j``) register-tiled (``register_tile``), else a thread per
-    element of C (``thread_per_element``)."""
+    (``[b..], i, k, j``) on tensor cores when ``qidao.compile(...,
+    tensor_cores=...)`` asks for them and they apply (``tensor_cores.py``), else
+    register-tiled (``register_tile``), else a thread per element of C
+    (``thread_per_element``)."""
     loops = s.loops(kernel)
     if not all(name in loops for name in ("i", "k", "j")):
         raise NotApplicable(f"expected loops i, k, j; the kernel has {loops}")
@@ -332,19 +451,27 @@ def schedule_matmul(s: Schedule, kernel: str) -> str:
     for index in range(len(nests(s, kernel))):
         top = nests(s, kernel)[index]
         if "i" not in band(s, kernel, top):
-            done.append(f"'{top}': {_attempt(s, kernel, schedule_loops, top)}")
+            done.append(f"'{top}': {attempt_step(s, kernel, schedule_loops, top)}")
             continue
         reasons = []
+        why_not = ""
+        precision = tensor_cores.requested()  # qidao.compile(tensor_cores=...)
+        if precision is not None:
+            what = attempt_step(s, kernel, tensor_cores.tensor_core_matmul, precision)
+            if not what.startswith("none: "):
+                done.append(f"'{top}': {what}")
+                continue
+            why_not = f" (no tensor cores: {what[6:]})"
         for tile in _tiles(s, kernel):
-            what = _attempt(s, kernel, register_tile, tile)
+            what = attempt_step(s, kernel, register_tile, tile)
             if not what.startswith("none: "):
                 break
             reasons.append(f"{tile.rows}x{tile.cols}: {what[6:]}")
         else:
-            what = _attempt(s, kernel, thread_per_element)
+            what = attempt_step(s, kernel, thread_per_element)
             if reasons:
                 what += " (no register tile: " + "; ".join(reasons) + ")"
-        done.append(f"'{top}': {what}")
+        done.append(f"'{top}': {what}{why_not}")
     return "; ".join(done)
 
 
@@ -464,14 +591,15 @@ def thread_per_element(s: Schedule, kernel: str) -> str:
 
 
 def _generic(s: Schedule, kernel: str) -> str:
-    return _each_nest(s, kernel, schedule_loops)
+    return each_nest(s, kernel, schedule_loops)
 
 
 SCHEDULERS: dict[str, Scheduler] = {
     "matmul": schedule_matmul,
-    "rows": schedule_rows,
+    "rows": reduce_or(schedule_rows),
     "elementwise": schedule_elementwise,
-    "conv2d": _generic,
+    "conv2d": schedule_conv,
+    "pool": schedule_pool,
     "other": _generic,
 }
 """Kernel kind (``qidao.compiler.targets.cpu.defaults.kind_of``) -> its GPU scheduler."""
@@ -485,6 +613,6 @@ def default_gpu_schedule(s: Schedule) -> dict[str, str]:
     for kernel, ops in s.kernels().items():
         kind = kind_of(ops)
         scheduler = SCHEDULERS.get(kind, _generic)
-        what = _attempt(s, kernel, scheduler)
+        what = attempt_step(s, kernel, scheduler)
         report[kernel] = what if what.startswith("none: ") else f"{kind}: {what}"
     return report

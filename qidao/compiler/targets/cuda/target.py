@@ -17,6 +17,7 @@ from qidao.compiler.schedule import Schedule, ScheduleSpec
 from qidao.compiler.targets.cuda.compiled import CompiledCuda
 from qidao.compiler.targets.cuda.defaults import default_gpu_schedule
 from qidao.compiler.targets.cuda.emit import emit_program
+from qidao.compiler.targets.cuda.tensor_cores import requesting
 
 DEVICES: tuple[str, ...] = ("cuda", "emulate")
 """``cuda``: a CUDA GPU through pycuda; ``emulate``: the CPU emulation, for tests."""
@@ -28,9 +29,11 @@ class CudaTarget:
     name = "cuda"
     cache = False
     """Not cached: nvcc builds the CUDA C when the program is first called."""
-    options: dict[str, Any] = {"device": "cuda", "opt_level": 3}
+    options: dict[str, Any] = {"device": "cuda", "opt_level": 3, "records": None}
     """``device`` (``DEVICES``), opened on the first call; ``opt_level`` is taken
-    for the CPU's sake and ignored (nvcc builds with -O3)."""
+    for the CPU's sake and ignored (nvcc builds with -O3); ``records``: a ``qidao
+    tune --target cuda`` file, whose records of this device (its GPU model and
+    compute capability, or ``"emulator"``) win over ``schedule``."""
 
     def check(self, settings: Settings) -> None:
         device = settings.options["device"]
@@ -47,9 +50,17 @@ class CudaTarget:
         if isinstance(spec, str) and spec == "default":
 
             def defaults(s: Schedule) -> None:
-                applied["default_schedule"] = default_gpu_schedule(s)
+                with requesting(settings.options["tensor_cores"]):  # tensor_cores=
+                    applied["default_schedule"] = default_gpu_schedule(s)
 
             spec = defaults
+        records = settings.options["records"]
+        if records is not None:  # tuned traces win: qidao/compiler/tune
+            from qidao.compiler.tune.gpu_device import gpu_key
+            from qidao.compiler.tune.records import records_schedule
+
+            device = gpu_key(settings.options["device"], "records= for target 'cuda'")
+            spec = records_schedule(records, 1, spec, applied, "cuda", device)
         return spec
 
     def check_scheduled(self, module: ModuleOp) -> None:

@@ -146,12 +146,20 @@ CASES: dict[str, tuple[Callable[[np.random.Generator], Case], str]] = {
         matmul_case(32, 16, 32, transposed=True),
         "a and in1 staged in __shared__",
     ),
-    "elementwise_1000": (elementwise_case(1000), "i0_o -> blockIdx.x"),
+    "elementwise_1000": (
+        elementwise_case(1000),
+        "4 elements a thread (i0_i vectorized): i0_o -> threadIdx.x",
+    ),
+    "elementwise_1001": (elementwise_case(1001), "i0_o -> blockIdx.x"),
     "elementwise_3x5x70": (elementwise_case(3, 5, 70), "i1_i -> threadIdx.y"),
-    "softmax_9x50": (softmax_case(9, 50), "a thread per row"),
-    "softmax_70x33": (softmax_case(70, 33), "i0_o -> blockIdx.x"),
-    "layernorm_40x24": (layernorm_case(40, 24), "a thread per row"),
-    "conv2d_relu": (conv_case, "'n': n -> blockIdx.x, oh -> threadIdx.y"),
+    "softmax_9x50": (softmax_case(9, 50), "a row a block (i0 -> blockIdx.x), 32"),
+    "softmax_70x33": (softmax_case(70, 33), "2 rows a block (i0_o -> blockIdx.x"),
+    "softmax_3x1500": (softmax_case(3, 1500), "256 threads a row"),
+    "layernorm_40x24": (layernorm_case(40, 24), "4 rows a block"),
+    "conv2d_relu": (
+        conv_case,
+        "'n': n -> blockIdx.y, oh -> blockIdx.x, ow -> threadIdx.y, f -> threadIdx.x",
+    ),
 }
 """Small shapes with tails; the matmul tiles are those that divide the shapes
 (``MATMUL_MIN_BLOCKS`` is lowered to 1 by the ``big_tiles`` fixture, so that the
@@ -181,11 +189,34 @@ def test_every_kernel_gets_a_grid(name: str) -> None:
     assert "none: " not in report, report
 
 
-def test_rows_per_block() -> None:
-    """About ``ROW_BLOCKS`` blocks: 2 rows a block at 4096 rows, 8 at 16384."""
+def test_threads_and_rows_a_block() -> None:
+    """About 8 elements a thread (32 to 512 threads a row); rows of up to 256
+    take a warp each, as many a block as divide the rows, up to 4."""
+    assert [gpu_defaults.row_threads(n) for n in (1, 256, 257, 1024, 4096, 8192)] == [
+        32,
+        32,
+        64,
+        128,
+        512,
+        512,
+    ]
+    for rows, cols, want in (
+        (4096, 1024, "a row a block (i0 -> blockIdx.x), 128 threads a row"),
+        (4096, 64, "4 rows a block (i0_o -> blockIdx.x, i0_i -> threadIdx.y), 32"),
+        (6, 64, "2 rows a block"),
+    ):
+        g, _, _ = softmax_case(rows, cols)(np.random.default_rng(0))
+        (report,) = compile_cuda(g).stats["default_schedule"].values()
+        assert want in report, report
+
+
+def test_thread_rows_per_block() -> None:
+    """Without block-wide rows, about ``ROW_BLOCKS`` blocks: 2 rows a block at
+    4096 rows, 8 at 16384."""
     for rows, per in ((4096, 2), (16384, 8), (2048, 1)):
         g, _, _ = softmax_case(rows, 4)(np.random.default_rng(0))
-        (report,) = compile_cuda(g).stats["default_schedule"].values()
+        s = Schedule.for_model(g)
+        report = gpu_defaults.thread_rows(s, "main_k0_softmax", "i0")
         assert f"a thread per row, {per} a block: i0_o -> blockIdx.x" in report
 
 
@@ -213,8 +244,8 @@ def test_schedule_none_keeps_the_loops_and_default_is_the_default() -> None:
     compiled = qidao.compile(g, target="cuda")
     assert compiled.stats["serial_launches"] == []
     assert compiled.stats["default_schedule"] == {
-        "main_k0_softmax": "rows: 'i0': a thread per row, 1 a block: i0_o -> "
-        "blockIdx.x, i0_i -> threadIdx.x"
+        "main_k0_softmax": "rows: 'i0': a row a block (i0 -> blockIdx.x), 32 threads "
+        "a row: r_max, r_sum, r_norm block-stride, reductions combined across the row"
     }
 
 

@@ -219,7 +219,8 @@ def test_gpu_default_schedule_puts_the_nest_on_the_grid() -> None:
     )
     assert compiled.stats["serial_launches"] == []
     (report,) = compiled.stats["default_schedule"].values()
-    assert "i1_i -> threadIdx.x" in report, report
+    assert "'i0': i0 -> threadIdx.y, i1 -> threadIdx.x" in report, report
+    assert "the reduction in a register" in report, report
     x = _input(shape, "float32")
     want = x.astype(np.float64).mean(axis=(1, 2), keepdims=True)
     np.testing.assert_allclose(compiled(x)[0], want, rtol=1e-5, atol=1e-6)

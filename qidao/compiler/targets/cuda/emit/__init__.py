@@ -96,6 +96,13 @@ are contiguous (two 16-byte loads). Matmul 2048, ``x`` @ ``w``, 16 x 16 threads:
     ...
     const float v66 = x_pack[i_o_i * 8 + (k_o_i * 8 + k_i) * 128];  // its row 0
 
+Block-stride loops. A loop ``block_stride`` gave ``T`` threads runs ``for (r = lb
++ threadIdx.x; r < ub; r += T)``; what it carries is each thread's partial, then
+combined across the row so that every thread holds the total; a
+``__syncthreads()`` ends it; a store around such loops (a row's total) is made by
+``threadIdx.x == 0`` alone (``block_loops.py``, rules in
+``qidao/passes/schedule/loops/block.py``).
+
 Soundness. ``bind`` checks each binding when it is made, but the primitives
 applied after it (``split``, ``cache_read``, ...) do not rerun its checks, so the
 emitter reruns them on every launch's final nest (``check_gpu_nest``) and refuses
@@ -107,9 +114,21 @@ after the barrier that ends the block holding it. A slice staged for several
 threads holds what each of them would have copied (the same loads of a buffer
 the launch does not write), so sharing it changes no value either.
 
-Refused with a ``CudaEmitError`` naming the kernel and the op: vector ops
-(``vectorize`` is a CPU primitive), dynamic shapes or layouts, non-memref kernel
-arguments, ops the table below does not know.
+Vectors. A loop that ``vectorize`` made runs on ``vector<W x T>`` values, each a
+C array of its W lanes (registers); arith and math on them are written lane by
+lane. A ``vector.load``/``vector.store`` of a kernel argument is one ``float4``
+(``float2``, ``double2``) access per 4 (2) lanes where its first element is
+provably aligned to that type for every thread (the memref's offset and strides,
+and each loop counter's start and step: ``alignment.py``); any other access is
+written element by element, and the launch's header comment says which accesses
+went wide and why the others did not (``vectors.py``). The elementwise default
+schedule vectorizes by 4 (``../defaults.py``): one 16-byte load or store a
+thread per f32 access.
+
+Refused with a ``CudaEmitError`` naming the kernel and the op: vectorized
+reductions (vector ``iter_args``) and vector ops other than loads, stores and
+broadcasts, dynamic shapes or layouts, non-memref kernel arguments, ops the table
+below does not know.
 
 Before (a 64x48 @ 48x80 matmul after ``split`` of i, j, k by 16, ``reorder(i_o, j_o,
 k_o, i_i, j_i, k_i)``, ``bind`` of i_o, j_o, i_i, j_i to blockIdx.y, blockIdx.x,
@@ -152,8 +171,18 @@ Files (read in this order; each builds on the ones before it):
 - ``preamble.py``: the ``__device__`` helpers every program starts with.
 - ``writer.py``: :class:`CWriter`: lines, C names, and the pointer and index of
   every memref access.
+- ``alignment.py``: how wide a vector load or store may go (:func:`access_width`):
+  the proof that it starts at a multiple of its CUDA vector type's size.
+- ``vectors.py``: vector ops as C: ``float4`` loads and stores, lanes as arrays,
+  arithmetic lane by lane, the launch header's notes on each access.
 - ``statements.py``: :class:`StatementWriter`: one op at a time (constants,
-  loads and stores, local arrays, views), loops (bound and serial), ``if``.
+  loads and stores, local arrays, views, vector ops through ``vectors.py``),
+  loops (bound and serial), ``if``.
+- ``block_loops.py``: block-stride loops (``block_stride``): the iterations dealt
+  out to ``threadIdx.x``, a carried reduction combined across the row (warp
+  shuffles, a ``__shared__`` slot per warp), the barrier after each.
+- ``wmma.py``: a ``tensorize``d tile as ``nvcuda::wmma`` fragments (loads,
+  ``mma_sync``, stores; TF32/FP16 conversions in the staging copy).
 - ``shared_memory.py``: :class:`KernelWriter`: the statement writer with the
   ``__shared__`` staging buffers, their cooperative copies and the barriers.
 - ``launches.py``: one kernel -> its ``__global__`` functions (which top-level

@@ -19,14 +19,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import affine, func, memref
+from xdsl.dialects import affine, func, memref, vector
 from xdsl.dialects.builtin import DictionaryAttr, MemRefType
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import is_side_effect_free
 
+from qidao.compiler.targets.cuda.emit.block_loops import scratch_declarations
 from qidao.compiler.targets.cuda.emit.c_types import c_type
 from qidao.compiler.targets.cuda.emit.errors import CudaEmitError
 from qidao.compiler.targets.cuda.emit.shared_memory import KernelWriter
+from qidao.compiler.targets.cuda.emit.vectors import vector_notes
 from qidao.compiler.targets.cuda.emit.writer import TID, Pointer
 from qidao.compiler.targets.cuda.staging import (
     MAX_SHARED_BYTES,
@@ -40,7 +42,9 @@ from qidao.passes.schedule.bind import (
     check_gpu_nest,
     gpu_loops,
     launch_extent,
+    stride_threads,
 )
+from qidao.passes.schedule.loops.block import single_thread_stores
 from qidao.passes.schedule.loops.errors import ScheduleError
 from qidao.passes.schedule.loops.nest import loop_name, root_buffer
 
@@ -90,6 +94,10 @@ def _emit_launch(
     except StagingError as err:
         raise CudaEmitError(str(err)) from err
     writer = KernelWriter(fn, kernel, staging, math.prod(block))
+    writer.block_dims = block
+    writer.single_stores = frozenset(
+        store for top in segment for store in single_thread_stores(top)
+    )
     params = _parameters(fn, writer, _written(segment))
     if staging:
         writer.line(_thread_index(block))
@@ -99,10 +107,12 @@ def _emit_launch(
             writer.op(op)
     for op in segment:
         writer.op(op)
+    writer.lines[:0] = ["  " + d for d in scratch_declarations(writer.scratch)]
     signature = ", ".join(p for _, p in params)
     source = "\n".join(
         [
             *_header(writer, bound, grid, block, staging),
+            *vector_notes(writer, segment),
             f'extern "C" __global__ void {function}({signature}) {{',
             *writer.lines,
             "}",
@@ -225,7 +235,8 @@ def _header(
         head.append("// serial: no loop is bound to a GPU axis; launch <<<1, 1>>>")
     else:
         shape = ", ".join(
-            f"{loop_name(loop)} -> {bound_axis(loop)} ({launch_extent(loop)})"
+            f"{loop_name(loop)} -> {bound_axis(loop)} ({launch_extent(loop)}"
+            f"{', block-stride' if stride_threads(loop) else ''})"
             for loop in bound
         )
         head.append(f"// grid {grid}, block {block}: {shape}")
@@ -255,6 +266,8 @@ def _written(ops: Sequence[Operation]) -> set[SSAValue]:
         for op in top.walk():
             if isinstance(op, affine.StoreOp | memref.StoreOp):
                 roots.add(root_buffer(op.memref))
+            elif isinstance(op, vector.StoreOp):
+                roots.add(root_buffer(op.base))
     return roots
 
 

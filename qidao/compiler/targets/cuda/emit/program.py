@@ -5,11 +5,34 @@
 its ``memref.get_global`` constant buffers, its views the buffers they view, and
 each call of a kernel is that kernel's launches (``launches.py``) on the
 callee's buffers. The source is the preamble and every kernel's functions.
+
+Scratch buffers are device buffers that live as long as the loaded program
+(``qidao.runtime.cuda.CudaFunction`` allocates every buffer of the plan once and
+reuses them call after call), so what they cost is the sum of their sizes, not
+the peak of what is live at once. On the CPU an ``alloc`` is an
+``aligned_alloc`` at its place in ``@main`` and a ``dealloc`` a ``free``: the
+``plan-memory`` pass keeps the peak low, and where it shares nothing (the peak
+would not fall) the allocator still reuses freed memory. The host plan does the
+same on the device: an ``alloc`` takes a scratch buffer that a ``dealloc`` before
+it freed (the smallest that holds it, else the largest, grown; else a new one),
+the way ``plan-memory`` assigns its slots. The launches run in order on one
+stream, so a buffer's next holder is written only after the last launch that
+reads the one before. A buffer that holds several is named ``scratch<k>``, and a
+comment at the end of the source lists what it holds, in order::
+
+    %a = alloc 16 KiB; call k0(x, %a); %b = alloc 4 KiB; call k1(%a, %b);
+    dealloc %a; %c = alloc 8 KiB; call k2(%b, %c); dealloc %b; call k3(%c, y)
+        ==>  scratch0 (16 KiB: a, then c), b (4 KiB): 20 KiB where three
+             buffers took 28
+
+A reused buffer still holds its previous holder's values, where a fresh one holds
+0xFF bytes (NaN in every float): a kernel that reads an element no launch wrote
+shows as NaN only on a buffer's first use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +52,7 @@ from qidao.compiler.targets.cuda.emit.c_types import np_dtype, span_of
 from qidao.compiler.targets.cuda.emit.errors import CudaEmitError
 from qidao.compiler.targets.cuda.emit.launches import KernelLaunch, emit_kernel
 from qidao.compiler.targets.cuda.emit.preamble import PREAMBLE
+from qidao.compiler.targets.cuda.emit.wmma import wmma_preamble
 from qidao.passes.schedule.loops.nest import KERNEL_ATTR, MEMREF_VIEWS
 from qidao.runtime.cuda import BufferSpec, CudaProgram, Launch
 from qidao.runtime.executor import TensorSpec
@@ -48,10 +72,58 @@ class _HostPlan:
     launches: list[Launch] = field(default_factory=list)
     kernel_launches: dict[str, list[KernelLaunch]] = field(default_factory=dict)
     """Each kernel's functions, emitted at its first call."""
+    free: list[int] = field(default_factory=list)
+    """Scratch buffers whose holder a ``dealloc`` freed: the next allocs take them."""
+    holders: dict[int, list[str]] = field(default_factory=dict)
+    """Each scratch buffer's holders (the allocs' names), in order."""
 
     def add_buffer(self, value: SSAValue, spec: BufferSpec) -> None:
         self.buffer_of[value] = len(self.buffers)
         self.buffers.append(spec)
+
+    def add_scratch(self, value: SSAValue, name: str, nbytes: int) -> None:
+        """A scratch buffer for ``value``: a freed one (the smallest that holds
+        ``nbytes``, else the largest, grown), else a new one."""
+        fits = [b for b in self.free if self.buffers[b].nbytes >= nbytes]
+        if fits or self.free:
+            index = (
+                min(fits, key=self._size) if fits else max(self.free, key=self._size)
+            )
+            self.free.remove(index)
+            spec = self.buffers[index]
+            self.buffers[index] = replace(spec, nbytes=max(spec.nbytes, nbytes))
+            self.buffer_of[value] = index
+        else:
+            index = len(self.buffers)
+            self.add_buffer(value, BufferSpec(name, "scratch", nbytes))
+        self.holders.setdefault(index, []).append(f"{name} ({nbytes} bytes)")
+
+    def release(self, value: SSAValue) -> None:
+        """A ``dealloc``: the scratch buffer behind ``value`` is free for the next
+        allocs."""
+        index = self.buffer_of.get(value)
+        if index is not None and index in self.holders and index not in self.free:
+            self.free.append(index)
+
+    def _size(self, index: int) -> int:
+        return self.buffers[index].nbytes
+
+    def shared_scratch(self) -> str:
+        """Name each scratch buffer that several allocs took ``scratch<k>``; a
+        comment listing what they hold (empty when none is shared)."""
+        lines = []
+        for k, index in enumerate(b for b, h in self.holders.items() if len(h) > 1):
+            name = f"scratch{k}"
+            self.buffers[index] = replace(self.buffers[index], name=name)
+            lines.append(f"//   {name}: {', then '.join(self.holders[index])}")
+        if not lines:
+            return ""
+        return (
+            "\n// scratch buffers that hold several of @main's buffers in turn (the\n"
+            "// memory plan on the device: each one a buffer freed before the next)\n"
+            + "\n".join(lines)
+            + "\n"
+        )
 
 
 def emit_program(module: ModuleOp) -> CudaProgram:
@@ -69,9 +141,11 @@ def emit_program(module: ModuleOp) -> CudaProgram:
     inputs, outputs = _arguments(plan, main)
     for op in main.body.block.ops:
         _host_op(plan, op)
-    source = PREAMBLE + "".join(
+    kernels = "".join(
         "\n" + kl.source + "\n" for kls in plan.kernel_launches.values() for kl in kls
     )
+    source = wmma_preamble(kernels) + PREAMBLE + kernels
+    source += plan.shared_scratch()
     return CudaProgram(
         source, tuple(plan.buffers), tuple(plan.launches), tuple(inputs), tuple(outputs)
     )
@@ -117,8 +191,8 @@ def _host_op(plan: _HostPlan, op: Operation) -> None:
         t = op.memref.type
         assert isinstance(t, MemRefType)
         nbytes = span_of(t, ENTRY) * np.dtype(np_dtype(t.get_element_type())).itemsize
-        name = op.memref.name_hint or f"buffer{len(plan.buffers)}"
-        plan.add_buffer(op.memref, BufferSpec(name, "scratch", nbytes))
+        allocs = sum(len(held) for held in plan.holders.values())
+        plan.add_scratch(op.memref, op.memref.name_hint or f"alloc{allocs}", nbytes)
     elif isinstance(op, memref.GetGlobalOp):
         symbol = op.name_.root_reference.data
         glob = plan.globals_.get(symbol)
@@ -132,9 +206,9 @@ def _host_op(plan: _HostPlan, op: Operation) -> None:
         plan.buffer_of[op.results[0]] = plan.buffer_of[op.operands[0]]
     elif isinstance(op, func.CallOp):
         _call(plan, op)
-    elif isinstance(op, memref.DeallocOp | func.ReturnOp) or (
-        is_side_effect_free(op) and not op.regions
-    ):
+    elif isinstance(op, memref.DeallocOp):
+        plan.release(op.memref)
+    elif isinstance(op, func.ReturnOp) or (is_side_effect_free(op) and not op.regions):
         return
     else:
         raise CudaEmitError(

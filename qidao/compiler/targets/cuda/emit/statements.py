@@ -17,11 +17,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import affine, arith, func, memref
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Block, Operation
 from xdsl.ir.affine import AffineConstantExpr
 
 from qidao.compiler.targets.cuda.emit.affine_exprs import affine_set_c, fold
+from qidao.compiler.targets.cuda.emit.block_loops import BlockLoopWriter
 from qidao.compiler.targets.cuda.emit.c_types import (
     c_type,
     float_literal,
@@ -31,8 +32,10 @@ from qidao.compiler.targets.cuda.emit.c_types import (
     span_of,
 )
 from qidao.compiler.targets.cuda.emit.scalar_ops import scalar_expression
-from qidao.compiler.targets.cuda.emit.writer import CWriter, Pointer
-from qidao.passes.schedule.bind import bound_axis
+from qidao.compiler.targets.cuda.emit.vectors import is_vector_op, write_vector_op
+from qidao.compiler.targets.cuda.emit.wmma import write_wmma
+from qidao.compiler.targets.cuda.emit.writer import Pointer
+from qidao.passes.schedule.bind import bound_axis, stride_threads
 from qidao.passes.schedule.loops.nest import MEMREF_VIEWS, constant_bounds, loop_name
 
 MAX_LOCAL_BYTES = 512 * 1024
@@ -51,8 +54,12 @@ def upper_guards(name: str, upper: Sequence[str], loop: affine.ForOp) -> list[st
     ]
 
 
-class StatementWriter(CWriter):
+class StatementWriter(BlockLoopWriter):
     """Writes the ops of a kernel body as C statements."""
+
+    single_stores: frozenset[Operation] = frozenset()
+    """Stores that one thread of each row makes (``threadIdx.x == 0``): those
+    around block-stride loops (``loops/block.py`` rule 5)."""
 
     def block(self, block: Block) -> None:
         """The ops of ``block`` (``KernelWriter`` adds the staging barriers)."""
@@ -60,6 +67,8 @@ class StatementWriter(CWriter):
             self.op(op)
 
     def op(self, op: Operation) -> None:
+        if write_wmma(self, op):  # a tensorized tile and its fragments (wmma.py)
+            return
         if isinstance(op, affine.YieldOp | func.ReturnOp):
             return  # handled by the parent
         if isinstance(op, arith.ConstantOp):
@@ -72,7 +81,10 @@ class StatementWriter(CWriter):
             self.define(op.results[0], self.access(op.memref, self.indices(op), op))
         elif isinstance(op, affine.StoreOp | memref.StoreOp):
             ref = self.access(op.memref, self.indices(op), op)
-            self.line(f"{ref} = {self.name(op.value)};")
+            if op in self.single_stores:
+                self.line(f"if (threadIdx.x == 0) {ref} = {self.name(op.value)};")
+            else:
+                self.line(f"{ref} = {self.name(op.value)};")
         elif isinstance(op, affine.ApplyOp):
             (expr,) = self.map_indices(op.map.data, op.mapOperands)
             self.define(op.result, expr)
@@ -85,12 +97,8 @@ class StatementWriter(CWriter):
             return
         elif isinstance(op, MEMREF_VIEWS):
             self.view(op)
-        elif op.dialect_name() in ("vector",):
-            raise self.fail(
-                op,
-                "vector ops are not emitted: vectorize is a CPU primitive; bind "
-                "the loop to threadIdx instead",
-            )
+        elif is_vector_op(op):
+            write_vector_op(self, op)
         elif len(op.results) != 1 or op.regions:
             raise self.fail(op, "the CUDA emitter does not know this op")
         else:
@@ -151,6 +159,9 @@ class StatementWriter(CWriter):
     # -- structure ------------------------------------------------------------
 
     def loop(self, op: affine.ForOp) -> None:
+        if stride_threads(op) is not None:
+            self.block_stride_loop(op)
+            return
         name = self.fresh(loop_name(op) or op.body.block.args[0].name_hint, "i")
         self.names[op.body.block.args[0]] = name
         axis = bound_axis(op)
@@ -180,6 +191,14 @@ class StatementWriter(CWriter):
         for init, arg, result in zip(
             op.inits, op.body.block.args[1:], op.results, strict=True
         ):
+            if isinstance(arg.type, VectorType):
+                raise self.fail(
+                    op,
+                    f"loop '{loop_name(op)}' carries a {arg.type} (a vectorized "
+                    "reduction): the CUDA emitter takes vector loads, stores and "
+                    "arithmetic, not vector accumulators; combine the row with "
+                    "block_stride instead",
+                )
             var = self.fresh(arg.name_hint or result.name_hint, "acc")
             self.line(f"{c_type(arg.type)} {var} = {self.name(init)};")
             self.names[arg] = var
