@@ -2,9 +2,14 @@
 # qidao's CUDA path on a real GPU, in one run of at most 8 minutes, with no
 # network: every step has a timeout, cut to what is left of $QIDAO_CHECK_SECONDS
 # (default 450: 8 minutes less 30 s for kill grace and the summary); an estimated
-# 5 minutes on an H200 when everything compiles (not yet measured).
+# 6 minutes on an H200 when everything compiles (not yet measured). The budget,
+# in order: (a) at most 150 s; (b) at most 250 s, leaving 100 s of what is left
+# for (d) and (c); (d) at most 70 s, leaving 30 s for (c); (c) what is left, at
+# most 150 s. So with 280 s left after (a) (setup about 20 s): (b) 180 s, (d)
+# 70 s, (c) 30 s; nothing runs past 450 s.
 #   (a) pytest tests/compiler/targets/cuda/test_emit.py, test_defaults.py and
-#       tests/tools/test_bench_cuda.py, test_bench_cuda_plot.py, test_cuda_suites.py:
+#       tests/tools/test_bench_cuda.py, test_bench_cuda_plot.py, test_cuda_suites.py,
+#       test_cuda_ladder.py:
 #       nvcc, the emulator and the real-GPU tests (qidao.compile(target="cuda")
 #       against NumPy, the hand-written and the default GPU schedules; issue 13's
 #       workloads at small sizes on the device against PyTorch there);
@@ -19,13 +24,20 @@
 #       >= 0.7x cuBLAS in the same precision), resnet50 (batch 32, 224x224) and
 #       bert (BERT-base, sequence 128, batch 8) against PyTorch eager (>= 1.0x); a
 #       model that does not compile for the GPU gets an error row with the
-#       reason, and the run goes on; at most 250 s, and 60 s are kept for (c)
-#       (--budget: the rows left past it are "skipped");
+#       reason, and the run goes on; at most 250 s, and 100 s are kept for (d)
+#       and (c) (--budget: the rows left past it are "skipped");
+#   (d) qidao bench-cuda --suite ladder: the GPU ladder, matmul 4096 FP32 rung by
+#       rung (naive at 128^3, bind, shared, register, tensor_cores in TF32,
+#       tuned: "not run" here, no records), each checked against PyTorch and
+#       beside cuBLAS in its precision, each row's schedule trace in the CSV, and
+#       a PNG of TFLOP/s per rung with cuBLAS FP32/TF32 as lines; at most 70 s
+#       (its --budget 15 s less), 30 s kept for (c); its log goes on issue13.log;
 #   (c) qidao bench-cuda: the older bench workloads (the default schedules at
 #       matmul 1024/2048, softmax 4096, chain 2^24 first, then the hand-written
 #       ones), with what is left of the 8 minutes.
-# Writes into $OUT (default /tmp/out) 7 files: versions.log, pytest.log,
-# issue13.log, issue13.csv, issue13.png, bench.log, gpu_bench.csv. Wheels in
+# Writes into $OUT (default /tmp/out) 8 files (the most the device tool brings
+# back): pytest.log (the versions first), issue13.log (then the ladder's),
+# issue13.csv, issue13.png, ladder.csv, ladder.png, bench.log, gpu_bench.csv. Wheels in
 # .whl/ (xdsl, pycuda and what they need, for Python 3.12: scripts/gpu_wheels.sh
 # makes them) are installed into /tmp/site first; the machine's python3 ($PYTHON
 # to use another) brings numpy, torch, transformers, onnx, matplotlib and pytest.
@@ -34,7 +46,7 @@
 # step's status (1: a test or a row failed or was skipped; 2: the wheels did not
 # install; 3: no CUDA device; 124: a step ran past its timeout).
 # Without a GPU it still runs (a): the GPU tests skip with the reason, and (b)
-# says "no CUDA device: <reason>" and exits 3 (then (c) does the same).
+# says "no CUDA device: <reason>" and exits 3 (then (d) and (c) do the same).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
@@ -45,7 +57,7 @@ mkdir -p "$OUT"
 
 left() { echo $((TOTAL - SECONDS)); }
 # the smaller of a step's own limit ($1) and what is left of the whole, at least 5
-cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
+cap() { local l w; l=$(left); w=$1; [ "$l" -lt "$w" ] && w=$l; echo $((w > 5 ? w : 5)); }
 
 if compgen -G ".whl/*.whl" >/dev/null; then
     echo "== installing $(ls .whl/*.whl | wc -l) wheels from .whl/ into $SITE"
@@ -63,7 +75,7 @@ timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clo
 (g++ --version 2>&1 | head -1) || echo "(no g++: the emulator tests skip)"
 
 echo "== versions"
-timeout 40 "$PY" - <<'EOF' 2>&1 | tee "$OUT/versions.log"
+timeout 40 "$PY" - <<'EOF' 2>&1 | tee "$OUT/pytest.log"
 import importlib.metadata as md
 import platform
 import sys
@@ -99,22 +111,31 @@ EOF
 
 TESTS=${QIDAO_CHECK_TESTS:-"tests/compiler/targets/cuda/test_emit.py
     tests/compiler/targets/cuda/test_defaults.py tests/tools/test_bench_cuda.py
-    tests/tools/test_bench_cuda_plot.py tests/tools/test_cuda_suites.py"}
+    tests/tools/test_bench_cuda_plot.py tests/tools/test_cuda_suites.py
+    tests/tools/test_cuda_ladder.py"}
 limit=$(cap 150)
 echo "== (a) pytest (at most ${limit} s):" $TESTS
 # shellcheck disable=SC2086
 timeout -k 10 "$limit" "$PY" -m pytest $TESTS -q -p no:cacheprovider -rfEs 2>&1 \
-    | tee "$OUT/pytest.log"
+    | tee -a "$OUT/pytest.log"
 rc_a=${PIPESTATUS[0]}
 
-# (c) gets at least 60 s: (b) stops at its budget, 25 s before its timeout (the
-# table, the CSV and the PNG are written in them)
-limit=$(cap $(( $(left) - 60 < 250 ? $(left) - 60 : 250 )))
+# (d) and (c) get at least 100 s: (b) stops at its budget, 25 s before its
+# timeout (the table, the CSV and the PNG are written in them)
+limit=$(cap $(( $(left) - 100 < 250 ? $(left) - 100 : 250 )))
 echo "== (b) qidao bench-cuda --suite issue13 (at most ${limit} s)"
 timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --suite issue13 --timeout 60 \
     --budget $((limit > 30 ? limit - 25 : 5)) --csv "$OUT/issue13.csv" \
     --plot "$OUT/issue13.png" 2>&1 | tee "$OUT/issue13.log"
 rc_b=${PIPESTATUS[0]}
+
+# (c) gets at least 30 s: (d) stops at its budget, 15 s before its timeout
+limit=$(cap $(( $(left) - 30 < 70 ? $(left) - 30 : 70 )))
+echo "== (d) qidao bench-cuda --suite ladder (at most ${limit} s)" | tee -a "$OUT/issue13.log"
+timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --suite ladder --timeout 60 \
+    --min-time 0.2 --budget $((limit > 20 ? limit - 15 : 5)) --csv "$OUT/ladder.csv" \
+    --plot "$OUT/ladder.png" 2>&1 | tee -a "$OUT/issue13.log"
+rc_d=${PIPESTATUS[0]}
 
 limit=$(cap 150)
 echo "== (c) qidao bench-cuda (at most ${limit} s)"
@@ -124,9 +145,9 @@ timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --timeout 60 \
 rc_c=${PIPESTATUS[0]}
 
 echo "== done in ${SECONDS} s: pytest exit $rc_a, issue13 suite exit $rc_b," \
-    "bench-cuda exit $rc_c (124: timed out; 3: no GPU)"
+    "ladder exit $rc_d, bench-cuda exit $rc_c (124: timed out; 3: no GPU)"
 echo "   files: $(ls "$OUT" | tr '\n' ' ')"
-for rc in "$rc_a" "$rc_b" "$rc_c"; do
+for rc in "$rc_a" "$rc_b" "$rc_d" "$rc_c"; do
     [ "$rc" -ne 0 ] && exit "$rc"
 done
 exit 0

@@ -206,6 +206,13 @@ class Schedule:
         ``"w"``) that ``loop``'s body reads in a local buffer, packed at the top of
         the body (see ``qidao/passes/schedule/cache_read.py``)."""
 
+    @primitive("double-buffer")
+    def double_buffer(self, kernel: str, loop: str) -> None:
+        """Mark the serial ``loop``, whose body starts with ``cache_read`` staging
+        copies, double-buffered: on the GPU its ``__shared__`` buffers get two
+        stages, the next iteration's tiles copied (``cp.async``) while this one
+        computes (see ``qidao/passes/schedule/double_buffer.py``)."""
+
     @primitive("cache-write")
     def cache_write(self, kernel: str, loop: str) -> None:
         """Accumulate the tile of the memref that ``loop``'s body writes in a local

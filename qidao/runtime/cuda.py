@@ -337,6 +337,14 @@ static inline double __longlong_as_double(long long b) {
 }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+// (double_buffer, qidao/compiler/targets/cuda/emit/pipeline.py) <cuda_pipeline.h>'s
+// cp.async: the copy done at once, so committing and waiting have nothing to do.
+static inline void __pipeline_memcpy_async(void* dst, const void* src, size_t n) {
+  memcpy(dst, src, n);
+}
+static inline void __pipeline_commit() {}
+static inline void __pipeline_wait_prior(size_t) {}
+// (end of double_buffer)
 """
 
 

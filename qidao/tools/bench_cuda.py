@@ -24,6 +24,14 @@ and the CSV add each qidao row's target and whether it is met, and a PNG
 (``--plot``, by default the CSV's path with ``.png``) draws them
 (``bench_cuda_plot.py``). ``--suite issue13-small`` is the same at emulator sizes.
 
+``--suite ladder`` is the GPU ladder (``qidao/tools/cuda_ladder.py``): matmul
+4096 FP32 under one schedule per rung (naive at 128^3, bind, shared, register,
+tensor_cores in TF32, tuned), each beside cuBLAS in its precision, each row's
+exact schedule trace in the CSV's ``schedule`` column, and a PNG of TFLOP/s per
+rung (``plot_ladder``). ``--records FILE`` gives the ``tuned`` rung the records
+of a ``qidao tune matmul4096 --target cuda`` run; without it that row says
+``not run: no records (...)`` (not a failure). ``ladder-small`` is it at 64^3.
+
 Each workload gets its rows (``qidao/tools/cuda_measure.py``):
 
 - ``qidao``: compiled with ``target="cuda"`` (nvcc for the device's ``sm_XY``,
@@ -78,6 +86,7 @@ from typing import Any
 
 from qidao.tools.cuda_measure import (
     BACKENDS,
+    RECORDS_ARG,
     ROW_TAG,
     Timer,
     error_row,
@@ -135,6 +144,7 @@ def _run_worker(
     max_runs: int,
     limit: Callable[[], float],
     on_row: Callable[[GpuResult], None],
+    records: str | None = None,
 ) -> tuple[int, bool, list[str]]:
     """Start one worker on ``pairs``; hand each row to ``on_row`` as it comes; kill
     it when ``limit()`` (a ``time.monotonic`` deadline for the row in progress)
@@ -148,6 +158,7 @@ def _run_worker(
         device,
         str(min_time),
         str(max_runs),
+        *([RECORDS_ARG + records] if records is not None else []),
         *[f"{w}:{b}" for w, b in pairs],
     ]
     proc = subprocess.Popen(
@@ -199,9 +210,11 @@ def run_bench_cuda(
     csv_path: Path | None = None,
     progress: bool = True,
     budget: float | None = None,
+    records: str | None = None,
 ) -> list[GpuResult]:
     """Every (workload, backend) pair in worker processes (see the module doc);
-    ``budget``: seconds for the whole run."""
+    ``budget``: seconds for the whole run; ``records``: the ``qidao tune`` file
+    for the workloads that take one (the ladder's ``tuned`` rung)."""
     pending = collections.deque(pairs(workloads, backends))
     results: list[GpuResult] = []
     start = time.monotonic()
@@ -249,7 +262,7 @@ def run_bench_cuda(
         if not results:
             say_next()  # later, each row's line is followed by the next one's
         code, killed, tail = _run_worker(
-            list(pending), device, min_time, max_runs, limit, on_row
+            list(pending), device, min_time, max_runs, limit, on_row, records
         )
         if not pending or (results and results[-1].error and code == 4):
             continue  # done, or a failed row ended the worker: a fresh one goes on
@@ -284,7 +297,13 @@ def add_bench_cuda_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--suite",
-        help="run a suite's workloads in its order (issue13, issue13-small; --list)",
+        help="run a suite's workloads in its order (issue13, issue13-small, ladder, "
+        "ladder-small; --list)",
+    )
+    p.add_argument(
+        "--records",
+        help="a `qidao tune ... --target cuda` records file for the workloads that "
+        "take one (the ladder's tuned rung)",
     )
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument(
@@ -377,6 +396,8 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
         if reason is not None:
             print(f"qidao bench-cuda: no CUDA device: {reason}", file=sys.stderr)
             return NO_DEVICE_EXIT
+    if args.records is not None and not Path(args.records).is_file():
+        raise ValueError(f"--records {args.records}: no such file")
     csv_path = Path(args.csv)
     results = run_bench_cuda(
         workloads,
@@ -387,16 +408,17 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
         args.timeout,
         csv_path,
         budget=args.budget,
+        records=args.records,
     )
     print(format_table(results))
     print(f"\nCSV: {csv_path}")
     status = 1 if failures(results) else 0
     plot = args.plot or (csv_path.with_suffix(".png") if args.suite else None)
     if plot is not None:
-        from qidao.tools.bench_cuda_plot import plot_suite
+        from qidao.tools.bench_cuda_plot import plot_for
 
         try:
-            plot_suite(results, Path(plot))
+            plot_for(args.suite)(results, Path(plot))
             print(f"plot: {plot}")
         except (RuntimeError, OSError, ValueError) as err:
             print(f"qidao bench-cuda: plot not written: {err}", file=sys.stderr)

@@ -11,14 +11,25 @@ Two panels, from the rows alone (``cuda_results.py`` reads them):
   torch's ``copy_``), with the chain's target (0.85) as a line.
 
 The title names the device and that TF32 is off except on ``tf32`` rows.
+
+The GPU ladder's PNG (``plot_ladder``, for ``--suite ladder``): a bar of TFLOP/s
+per rung in the ladder's order (log scale: the naive rung is thousands of times
+slower), labelled with the rung, its size when it is not the ladder's (the naive
+rung's 128^3) and its precision when it is not FP32 (the tensor-core rung's
+TF32 bar is orange); cuBLAS FP32 and cuBLAS TF32 as horizontal lines (the median
+of the torch rows at the ladder's size in that precision); a rung with no number
+says ``not run``, ``not built`` or ``failed``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import statistics
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from qidao.tools.cuda_ladder import rung_of
 from qidao.tools.cuda_results import (
     GpuResult,
     of_copy,
@@ -27,6 +38,8 @@ from qidao.tools.cuda_results import (
 )
 
 MET, MISSED, NO_TARGET = "#2ca02c", "#d62728", "#7f7f7f"
+FP32_BAR, TF32_BAR = "#1f77b4", "#ff7f0e"
+LADDER_SUITES = ("ladder", "ladder-small")
 
 
 def _vs_torch_panel(ax: Any, results: Sequence[GpuResult]) -> None:
@@ -126,4 +139,111 @@ def plot_suite(results: Sequence[GpuResult], path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["plot_suite"]
+def _tflops(r: GpuResult) -> float | None:
+    gflops = r.gflop_per_s
+    return None if gflops is None else gflops / 1e3
+
+
+def _cube(flops_per_call: int) -> int:
+    """n of a matmul n^3 doing ``flops_per_call`` (2 n^3) FLOPs."""
+    return round(math.cbrt(flops_per_call / 2))
+
+
+def cublas_lines(results: Sequence[GpuResult]) -> dict[str, float]:
+    """Precision -> the median TFLOP/s of the ladder's torch (cuBLAS) rows in it
+    at the ladder's size (the most FLOPs a call among the rows)."""
+    rungs = [r for r in results if r.workload.startswith("ladder_")]
+    size = max((r.flops_per_call for r in rungs), default=0)
+    lines = {}
+    for precision in ("fp32", "tf32"):
+        values = [
+            t
+            for r in rungs
+            if r.backend == "torch"
+            and r.precision == precision
+            and r.flops_per_call == size
+            and (t := _tflops(r)) is not None
+        ]
+        if values:
+            lines[precision] = statistics.median(values)
+    return lines
+
+
+def plot_ladder(results: Sequence[GpuResult], path: Path) -> None:
+    """Draw the GPU ladder's ``results`` into the PNG at ``path`` (module doc)."""
+    from qidao.tools.bench import _pyplot
+
+    plt = _pyplot()
+    rows = [
+        r for r in results if r.backend == "qidao" and r.workload.startswith("ladder_")
+    ]
+    size = max((r.flops_per_call for r in rows), default=0)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(rows) + 3), 4.8))
+    shown = []
+    labels = []
+    for i, r in enumerate(rows):
+        label = rung_of(r.workload)
+        if r.flops_per_call != size:
+            label += f"\n({_cube(r.flops_per_call)}^3)"
+        if r.precision != "fp32":
+            label += f"\n{r.precision.upper()}"
+        labels.append(label)
+        tflops = _tflops(r)
+        if tflops is None:
+            why = "not run" if r.not_run else "not built" if r.not_built else "failed"
+            ax.text(
+                i,
+                0.5,  # half-way up the axes, whatever the scale
+                why,
+                rotation=90,
+                ha="center",
+                va="center",
+                fontsize=8,
+                transform=ax.get_xaxis_transform(),
+            )
+            continue
+        color = FP32_BAR if r.precision == "fp32" else TF32_BAR
+        bar = ax.bar([i], [tflops], 0.6, color=color)
+        ax.bar_label(bar, labels=[f"{tflops:.3g}"], fontsize=8)
+        shown.append(tflops)
+    lines = cublas_lines(results)
+    styles = {"fp32": ("black", "--"), "tf32": (TF32_BAR, ":")}
+    for precision, tflops in lines.items():
+        color, style = styles[precision]
+        ax.axhline(tflops, color=color, linestyle=style, linewidth=1.2)
+        ax.text(
+            len(rows) - 0.5,
+            tflops,
+            f"cuBLAS {precision.upper()} {tflops:.3g}",
+            va="bottom",
+            ha="right",
+            fontsize=8,
+            color=color,
+        )
+        shown.append(tflops)
+    ax.set_yscale("log")
+    ax.set_ylim(min(shown, default=1.0) / 3, max(shown, default=1.0) * 3)
+    ax.set_xlim(-0.6, max(len(rows), 1) - 0.4)
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    ax.set_ylabel("TFLOP/s (log)")
+    devices = sorted({r.device for r in results if r.device})
+    timer = "wall-clock" if devices == ["emulator"] else "CUDA-event"
+    n = _cube(size) if size else "?"
+    ax.set_title(
+        f"the GPU ladder: matmul {n}^3 float32 on {', '.join(devices) or '?'} "
+        f"({timer} medians; TF32 off but on TF32 rows)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_for(suite: str | None) -> Callable[[Sequence[GpuResult], Path], None]:
+    """The plot of a ``qidao bench-cuda`` run of ``suite``: the ladder's, or
+    ``plot_suite``."""
+    return plot_ladder if suite in LADDER_SUITES else plot_suite
+
+
+__all__ = ["LADDER_SUITES", "cublas_lines", "plot_for", "plot_ladder", "plot_suite"]

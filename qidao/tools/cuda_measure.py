@@ -28,11 +28,19 @@ target does not take yet is ``not built: ...``; that and a failed compile raise
 :class:`HostError`: they happened before the row touched the GPU, so the worker
 goes on with the next row (any other failure ends the worker: a CUDA error can
 leave the context unusable).
+
+A workload with a ``tune_command`` (the GPU ladder's ``tuned`` rung) compiles
+with ``records=`` the file the bench was given (``--records``); without one its
+qidao row is ``not run: no records (qidao tune ... --target cuda)``, and with
+one that has no record for its kernel on this device the row fails with the
+records' note (never the default schedule in the tuned row's name). A qidao
+row carries ``compiled.stats["schedule"]``, the exact trace it ran.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import statistics
 import sys
@@ -42,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from qidao.tools.cuda_results import NOT_BUILT, GpuResult
+from qidao.tools.cuda_results import NOT_BUILT, NOT_RUN, GpuResult
 from qidao.tools.cuda_workloads import GpuWorkload
 
 ROW_TAG = "QIDAO_ROW "
@@ -200,7 +208,34 @@ def _compile(w: GpuWorkload, device: str) -> Any:
             "CompiledCuda (a model compiled at its first call): its launches cannot "
             "be timed alone"
         )
+    records = dict(w.options).get("records")
+    if records is not None:
+        notes: dict[str, str] = compiled.stats.get("records", {})
+        unused = {
+            kernel: note
+            for kernel, note in notes.items()
+            if note.startswith("no record") or "does not apply" in note
+        }
+        if unused or not notes:
+            raise HostError(
+                f"records: {records} gave no schedule to "
+                + (
+                    "; ".join(f"{k}: {note}" for k, note in unused.items())
+                    or "any kernel"
+                )
+            )
     return compiled
+
+
+def with_records(w: GpuWorkload, records: str | None) -> GpuWorkload:
+    """``w`` compiling with ``records=`` when it has a ``tune_command``; a
+    HostError ``not run: no records (...)`` when it has one and ``records`` is
+    None."""
+    if not w.tune_command:
+        return w
+    if records is None:
+        raise HostError(f"{NOT_RUN}no records ({w.tune_command})")
+    return dataclasses.replace(w, options=(*w.options, ("records", records)))
 
 
 def _qidao_row(
@@ -225,7 +260,7 @@ def _qidao_row(
         function.device.synchronize()
     finally:
         function.close()
-    return _row(
+    row = _row(
         w,
         "qidao",
         times,
@@ -234,6 +269,7 @@ def _qidao_row(
         launches=len(compiled.program.launches),
         compile_s=compile_s,
     )
+    return dataclasses.replace(row, schedule=compiled.stats.get("schedule") or "")
 
 
 def _memcpy_row(
@@ -337,10 +373,12 @@ def measure(
     min_time: float = 0.3,
     max_runs: int = 200,
     seed: int = 0,
+    records: str | None = None,
 ) -> GpuResult:
     """Check, then time, one (workload, backend) pair here; raises on any failure
     (the output differing from the reference included; :class:`HostError` when
-    the GPU was not touched)."""
+    the GPU was not touched). ``records``: the ``qidao tune`` file of a workload
+    with a ``tune_command``."""
     from qidao.tools.cuda_suites import get_workload
 
     w = get_workload(workload)
@@ -351,6 +389,8 @@ def measure(
             f"workload '{workload}' has no {backend} row; its rows: "
             f"{', '.join(w.backends)}"
         )
+    if backend == "qidao":
+        w = with_records(w, records)
     return ROWS[backend](w, device, timer, (min_time, max_runs), seed)
 
 
@@ -379,17 +419,31 @@ def error_row(workload: str, backend: str, error: str) -> GpuResult:
     )
 
 
+RECORDS_ARG = "--records="
+"""How the worker's argument naming the records file starts."""
+
+
 def worker(args: Sequence[str]) -> int:
     """``python -m qidao.tools.bench_cuda worker DEVICE MIN_TIME MAX_RUNS
-    WORKLOAD:BACKEND...``: one ``QIDAO_ROW {json}`` line per pair, in order;
-    stops after the first pair that failed on the device (exit 4)."""
+    [--records=FILE] WORKLOAD:BACKEND...``: one ``QIDAO_ROW {json}`` line per
+    pair, in order; stops after the first pair that failed on the device (exit
+    4)."""
     device, min_time, max_runs, *pairs = args
+    records = None
+    if pairs and pairs[0].startswith(RECORDS_ARG):
+        records = pairs.pop(0)[len(RECORDS_ARG) :]
     for pair in pairs:
         workload, backend = pair.split(":")
         on_device = True
         try:
             row = measure(
-                workload, backend, device, None, float(min_time), int(max_runs)
+                workload,
+                backend,
+                device,
+                None,
+                float(min_time),
+                int(max_runs),
+                records=records,
             )
         except HostError as err:
             row, on_device = error_row(workload, backend, str(err)), False
@@ -404,6 +458,7 @@ def worker(args: Sequence[str]) -> int:
 
 __all__ = [
     "BACKENDS",
+    "RECORDS_ARG",
     "ROW_TAG",
     "HostError",
     "Timer",
@@ -413,5 +468,6 @@ __all__ = [
     "tf32",
     "torch_event_times",
     "wall_times",
+    "with_records",
     "worker",
 ]

@@ -15,7 +15,13 @@ that stopped it. Read off a run's rows:
 
 A row whose error starts with ``not built:`` is a feature qidao does not have
 yet (the tensor-core matmuls while the CUDA target takes no ``tensor_cores``
-option): it is listed, and it does not count as a failure (:func:`failures`).
+option): it is listed, and it does not count as a failure (:func:`failures`);
+nor does one that starts with ``not run:``, a row that needs what the run was
+not given (the GPU ladder's ``tuned`` rung without ``--records``).
+
+A qidao row carries its exact schedule (``schedule``: the replayable trace of
+``compiled.stats["schedule"]``; empty for ``schedule=None``), the CSV's last
+column: a number always comes with the schedule that made it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from pathlib import Path
 
 NOT_BUILT = "not built: "
 """How a row's error starts when qidao lacks the feature the workload needs."""
+
+NOT_RUN = "not run: "
+"""How a row's error starts when the run lacks an input the row needs (records)."""
 
 COPY_BACKENDS = ("memcpy", "torch")
 """The rows of a copy workload that measure the device's copy bandwidth."""
@@ -51,6 +60,8 @@ class GpuResult:
     """``fp32``, ``tf32`` or ``fp16``: what the row computed in."""
     target: str = ""
     """The issue's target for a qidao row, ``metric>=value`` (``Target.describe``)."""
+    schedule: str = ""
+    """A qidao row's schedule trace (``compiled.stats["schedule"]``)."""
 
     @property
     def gflop_per_s(self) -> float | None:
@@ -68,6 +79,10 @@ class GpuResult:
     def not_built(self) -> bool:
         return self.error.startswith(NOT_BUILT)
 
+    @property
+    def not_run(self) -> bool:
+        return self.error.startswith(NOT_RUN)
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
@@ -77,8 +92,8 @@ class GpuResult:
 
 
 def failures(results: Sequence[GpuResult]) -> list[GpuResult]:
-    """The rows that failed (an error that is not ``not built``)."""
-    return [r for r in results if r.error and not r.not_built]
+    """The rows that failed (an error that is not ``not built`` or ``not run``)."""
+    return [r for r in results if r.error and not r.not_built and not r.not_run]
 
 
 def vs_torch(results: Sequence[GpuResult]) -> dict[tuple[str, str], float]:
@@ -162,6 +177,7 @@ CSV_COLUMNS = (
     "flops_per_call",
     "bytes_per_call",
     "error",
+    "schedule",
 )
 
 
@@ -197,6 +213,7 @@ def write_csv(results: Sequence[GpuResult], path: Path) -> None:
                     r.flops_per_call,
                     r.bytes_per_call,
                     r.error,
+                    r.schedule,
                 ]
             )
 
@@ -219,7 +236,7 @@ TABLE_HEADER = (
 
 
 def format_row(r: GpuResult, results: Sequence[GpuResult]) -> str:
-    if r.not_built:
+    if r.not_built or r.not_run:
         return f"{r.workload:<{W}} {r.backend:<6} {r.error}"
     if r.error:
         return f"{r.workload:<{W}} {r.backend:<6} FAILED: {r.error}"
@@ -272,12 +289,16 @@ def format_table(results: Sequence[GpuResult]) -> str:
     not_built = [f"{r.workload}/{r.backend}" for r in results if r.not_built]
     if not_built:
         rows.append(f"not built (not counted as failures): {', '.join(not_built)}")
+    not_run = [f"{r.workload}/{r.backend}" for r in results if r.not_run]
+    if not_run:
+        rows.append(f"not run (not counted as failures): {', '.join(not_run)}")
     return "\n".join(rows)
 
 
 __all__ = [
     "CSV_COLUMNS",
     "NOT_BUILT",
+    "NOT_RUN",
     "GpuResult",
     "copy_bandwidth",
     "failures",

@@ -21,12 +21,17 @@ Each workload's ``timeout_s`` budgets its rows so the suite stays under about 4
 minutes on an H200 when everything compiles (the models get the most: their
 export and compile run on the CPU). ``issue13-small`` is the same workloads at
 sizes the emulator runs in seconds (``<name>_small``), for the tests.
+
+``ladder`` is the GPU ladder (``cuda_ladder.py``): matmul 4096 FP32 under one
+schedule per rung, from the naive loops to the tensor cores and the tuner's
+records; ``ladder-small`` the same rungs at 64^3.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from qidao.tools.cuda_ladder import LADDER, LADDER_SMALL
 from qidao.tools.cuda_models import (
     BERT_BASE_B8,
     BERT_TINY_B2,
@@ -107,10 +112,18 @@ ISSUE13_SMALL: dict[str, GpuWorkload] = {w.name: w for w in _issue13(small=True)
 SUITES: dict[str, tuple[str, ...]] = {
     "issue13": tuple(ISSUE13),
     "issue13-small": tuple(ISSUE13_SMALL),
+    "ladder": tuple(LADDER),
+    "ladder-small": tuple(LADDER_SMALL),
 }
 """``qidao bench-cuda --suite NAME``: the workloads, in order."""
 
-ALL_WORKLOADS: dict[str, GpuWorkload] = {**BENCH_WORKLOADS, **ISSUE13, **ISSUE13_SMALL}
+ALL_WORKLOADS: dict[str, GpuWorkload] = {
+    **BENCH_WORKLOADS,
+    **ISSUE13,
+    **ISSUE13_SMALL,
+    **LADDER,
+    **LADDER_SMALL,
+}
 """Every workload ``qidao bench-cuda`` knows, by name."""
 
 

@@ -107,8 +107,9 @@ class GpuWorkload:
     build: Callable[[], Any]
     """The model: a builder ``Graph``, or anything else ``qidao.compile`` takes (a
     whole model's ONNX file)."""
-    schedule: Callable[[Schedule], None] | str
-    """A GPU schedule, or ``"default"``: ``qidao.compile``'s default GPU schedules."""
+    schedule: Callable[[Schedule], None] | str | None
+    """A GPU schedule, ``"default"``: ``qidao.compile``'s default GPU schedules, or
+    None: the lowered loops unscheduled (each nest one ``<<<1, 1>>>`` launch)."""
     inputs: Callable[[np.random.Generator], Arrays]
     reference: Callable[..., Arrays]
     """NumPy, in float64 where rounding would otherwise blur the check (matmul)."""
@@ -139,6 +140,10 @@ class GpuWorkload:
     torch_prepare: Callable[..., Callable[[], Any]] | None = None
     """From the inputs as torch tensors, the call torch's row times (returning the
     output); None: ``torch_fn`` on them."""
+    tune_command: str = ""
+    """Set: the qidao row compiles with the records file the bench is given
+    (``--records``, the ``qidao.compile`` option ``records``), which this command
+    makes; without one the row is ``not run: no records (<tune_command>)``."""
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:

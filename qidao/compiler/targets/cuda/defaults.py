@@ -28,7 +28,11 @@ matmul        the zeroing and the epilogue as elementwise nests; the product as 
               once, stored once), k in steps of ``BK``, the block's ``TY*TM x
               BK`` tile of A and ``BK x TX*TN`` tile of B staged in
               ``__shared__`` (``cache_read``: each thread's slice, shared by the
-              threads that read it, see ``staging.py``). 128 x 128 tiles (8 x 8
+              threads that read it, see ``staging.py``), ``k_o_o``
+              double-buffered (``double_buffer``: two stages of each tile, the
+              next k step copied with ``cp.async`` while this one computes)
+              when it runs twice or more and two stages fit in 48 KiB (the
+              report says when not). 128 x 128 tiles (8 x 8
               a thread) when they give 256 blocks (matmul 2048), else 64 x 64 (4
               x 4; matmul 1024), ... When no tile divides M and N: a thread per
               element of C, k serial in a register (``cache_write``). C is
@@ -66,6 +70,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import affine
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation
 
 from qidao.compiler.defaults import NotApplicable, kind_of
@@ -85,8 +90,9 @@ from qidao.compiler.targets.cuda.loop_reading import (
     nests,
     unroll_single_trips,
 )
+from qidao.compiler.targets.cuda.staging import double_buffer_step, element_bytes
 from qidao.passes.schedule.bind import MAX_GRID_DIM, top_level_nest
-from qidao.passes.schedule.loops.nest import find_loop, iv, loop_name
+from qidao.passes.schedule.loops.nest import find_kernel, find_loop, iv, loop_name
 from qidao.passes.schedule.vectorize import check_vectorizable
 
 __all__ = [
@@ -528,6 +534,9 @@ def register_tile(s: Schedule, kernel: str, tile: MatmulTile) -> str:
     cache_read k_o_o, A          each thread's TM x BK slice of A ...
     cache_read k_o_i, B          ... and BK x TN slice of B: __shared__
     unroll j_i, i_i and the copy loops of the tile (registers)
+    double_buffer k_o_o          two stages of both tiles, k + 1's copied
+                                 (cp.async) during k: when k_o_o runs twice or
+                                 more and they fit (``double_buffer_step``)
     """
     loops = s.loops(kernel)
     if loops[loops.index("i") : loops.index("i") + 3] != ["i", "k", "j"]:
@@ -564,8 +573,20 @@ def register_tile(s: Schedule, kernel: str, tile: MatmulTile) -> str:
     for loop in ["j_i", "i_i", *copies[0], *copies[1]]:  # innermost first
         s.unroll(kernel, loop, 0)
     shared = f"{' and '.join(staged)} staged in __shared__" if staged else "no staging"
+    if staged:
+        itemsize = _element_bytes(s, kernel)
+        tiles = (tile.rows * tile.bk if a else 0) + (tile.bk * tile.cols if b else 0)
+        shared += ", " + double_buffer_step(s, kernel, "k_o_o", tiles * itemsize)
     grid = f"{batch[-1]} -> blockIdx.z, " if batch else ""
     return f"{grid}{tile}, {shared}"
+
+
+def _element_bytes(s: Schedule, kernel: str) -> int:
+    """The bytes of an element of the kernel's output (its last argument)."""
+    fn = find_kernel(s.module, "default schedule", kernel, "")
+    t = fn.body.block.args[-1].type
+    assert isinstance(t, MemRefType)
+    return element_bytes(t.get_element_type())
 
 
 def _nest_of(s: Schedule, kernel: str, name: str) -> int:

@@ -22,6 +22,11 @@ barriers), the code around it is uniform as in rule 3, the copy reads a buffer
 the launch does not write, each thread counter it uses moves one dimension by
 the slice's extent, and some threads share a slice (else there is nothing to
 share).
+
+A buffer whose copy heads a ``double_buffer``ed loop (:func:`pipelined_loop`) is
+``Staging.pipelined``: ``emit/pipeline.py`` keeps two stages of it, so it counts
+twice against the 48 KiB; the defaults call :func:`double_buffer_step`, which asks
+for two stages only when they fit.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import (
@@ -51,6 +57,12 @@ from qidao.passes.schedule.bind import (
     launch_extent,
     needs_guard,
 )
+from qidao.passes.schedule.double_buffer import (
+    is_double_buffered,
+    one_trip,
+    staged_copies,
+)
+from qidao.passes.schedule.loops.errors import ScheduleError
 from qidao.passes.schedule.loops.linear import Linear, linear_form
 from qidao.passes.schedule.loops.nest import (
     constant_of,
@@ -59,6 +71,9 @@ from qidao.passes.schedule.loops.nest import (
     root_buffer,
     step_of,
 )
+
+if TYPE_CHECKING:
+    from qidao.compiler.schedule import Schedule
 
 MAX_SHARED_BYTES = 48 * 1024
 """CUDA's limit on static ``__shared__`` memory per block; more is refused."""
@@ -90,6 +105,13 @@ class Staging:
     nbytes: int
     repeats: bool
     slices: dict[int, tuple[SSAValue, int]] = field(default_factory=dict)
+    pipelined: affine.ForOp | None = None
+    """The ``double_buffer``ed loop whose body starts with its copy
+    (``emit/pipeline.py``): two stages of ``shape``, ``2 * nbytes`` bytes."""
+
+    @property
+    def stages(self) -> int:
+        return 2 if self.pipelined is not None else 1
 
     @property
     def shape(self) -> list[int]:
@@ -285,7 +307,7 @@ def _staging(
     t = alloca.memref.type
     assert isinstance(t, MemRefType)
     extents = list(t.get_shape())
-    itemsize = _itemsize(t.get_element_type())
+    itemsize = element_bytes(t.get_element_type())
     return Staging(
         alloca,
         name,
@@ -296,7 +318,8 @@ def _staging(
     )
 
 
-def _itemsize(t: Attribute) -> int:
+def element_bytes(t: Attribute) -> int:
+    """The bytes of one element of type ``t`` (4 for f32, 8 for f64 and index)."""
     if isinstance(t, IntegerType):
         width: int = t.width.data
         return max(1, width // 8)
@@ -400,7 +423,7 @@ def _thread_slices(
         name,
         loops,
         extents,
-        math.prod(shape) * _itemsize(t.get_element_type()),
+        math.prod(shape) * element_bytes(t.get_element_type()),
         any(isinstance(a, affine.ForOp) and bound_axis(a) is None for a in around),
         slices,
     )
@@ -430,20 +453,75 @@ def find_staging(
                 staging = _staging(fn, kernel, op, threads, written)
                 if staging is not None:
                     found[op] = staging
-    total = sum(s.nbytes for s in found.values())
+    for staging in found.values():  # (emit/pipeline.py)
+        staging.pipelined = pipelined_loop(staging.alloca)
+    total = sum(s.nbytes * s.stages for s in found.values())
     if total > MAX_SHARED_BYTES:
         each = ", ".join(
             f"%{s.alloca.memref.name_hint or 'buffer'} at loop '{s.loop}': "
-            f"{s.nbytes} bytes"
+            + (
+                f"2 x {s.nbytes} bytes (double-buffered at loop "
+                f"'{loop_name(s.pipelined)}')"
+                if s.pipelined is not None
+                else f"{s.nbytes} bytes"
+            )
             for s in found.values()
         )
         raise StagingError(
             f"kernel '{kernel}': launch '{function}': its __shared__ staging "
             f"buffers take {total} bytes ({each}), over the {MAX_SHARED_BYTES} bytes "
             "(48 KiB) of shared memory a block may use; cache_read a smaller tile "
-            "(split the loops inside the cached loop by less)"
+            "(split the loops inside the cached loop by less), or do not "
+            "double_buffer the loop"
         )
     return found
 
 
-__all__ = ["MAX_SHARED_BYTES", "Staging", "StagingError", "find_staging"]
+def double_buffer_step(s: Schedule, kernel: str, loop: str, staged_bytes: int) -> str:
+    """A default schedule's last step: ``double_buffer`` ``loop`` (the k-tile loop
+    whose body stages ``staged_bytes`` of ``__shared__`` memory a block) when it
+    runs at least twice and two stages fit in ``MAX_SHARED_BYTES``; what it did,
+    or why not (the schedule goes on without it)."""
+    trips = s.extents(kernel).get(loop)
+    if trips is None or trips < 2:
+        return f"{loop} not double-buffered: it runs {trips} time(s), not 2 or more"
+    if 2 * staged_bytes > MAX_SHARED_BYTES:
+        return (
+            f"{loop} not double-buffered: two stages of its {staged_bytes} bytes of "
+            f"__shared__ staging would take {2 * staged_bytes} bytes, over "
+            f"{MAX_SHARED_BYTES}"
+        )
+    try:
+        s.double_buffer(kernel, loop)
+    except ScheduleError as err:
+        return f"{loop} not double-buffered: {err.reason}"
+    return f"{loop} double-buffered ({2 * staged_bytes} bytes of __shared__)"
+
+
+def pipelined_loop(alloca: memref.AllocaOp) -> affine.ForOp | None:
+    """The ``double_buffer``ed loop whose body (or whose loop of one trip's body)
+    starts with the copy into ``alloca``, or None."""
+    holder = alloca.parent_op()
+    if not isinstance(holder, affine.ForOp):
+        return None
+    candidates = [holder]
+    outer = holder.parent_op()
+    if isinstance(outer, affine.ForOp) and one_trip(holder):
+        candidates.append(outer)
+    for loop in candidates:
+        if is_double_buffered(loop) and any(
+            c.alloca is alloca for c in staged_copies(loop)
+        ):
+            return loop
+    return None
+
+
+__all__ = [
+    "MAX_SHARED_BYTES",
+    "Staging",
+    "StagingError",
+    "double_buffer_step",
+    "element_bytes",
+    "find_staging",
+    "pipelined_loop",
+]

@@ -27,15 +27,24 @@ and B's block tiles staged in ``__shared__`` once per k step)::
     reorder k_i_o, i_i_o, j_i_o, i_i_i, j_i_i, k_i_i
     fuse i_i_o, j_i_o; unroll it       (WM / 16) x (WN / 16) tiles of 16 x 16
     tensorize each tile's i_i_i: wmma_tf32 or wmma_f16
+    double_buffer k_o_o               two stages of each staged tile, the next k
+                                       step copied while this one computes, when
+                                       k_o_o runs twice or more and they fit
 
 So a block is ``WY x WX`` warps (``threadIdx.z``, ``threadIdx.y``) of 32 lanes
 (``threadIdx.x``). ``TILES`` lists the shapes, largest first: 128 x 128 a block
 of 2 x 2 warps of 64 x 64 (16 accumulator fragments, 128 floats a lane in
-registers; 32 KiB of ``__shared__`` at BK = 32), then 64 x 64 and 32 x 32 for
+registers; 32 KiB of ``__shared__`` at BK = 32: too much for two stages, so
+this tile is not double-buffered), then 64 x 64 and 32 x 32 for
 smaller matrices; the first that divides M and N and gives at least
 ``MIN_BLOCKS`` blocks, else the one that gives the most. K must divide by BK (32,
 else 16). Shapes with tails are declined (``NotApplicable``): WMMA tiles are
 whole 16 x 16 blocks and the staging would need guards.
+
+Double buffering (``double_buffer``, ``emit/pipeline.py``): the rounding
+staging copies cannot be ``cp.async`` (a raw copy cannot convert), so they stay
+synchronous loads and stores, into the other stage: the barrier a k step saves
+and the copy of step k + 1 written before the tiles of step k still apply.
 
 Precision. ``"tf32"``: the staging copies round A and B to TF32 (10 mantissa
 bits, as cuBLAS's TF32 mode does), products accumulate in f32. ``"fp16"``: the
@@ -60,6 +69,7 @@ from xdsl.dialects import affine
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.options import TENSOR_CORES
 from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cuda.staging import double_buffer_step
 from qidao.passes.schedule.bind import MAX_GRID_DIM
 from qidao.passes.schedule.loops.nest import find_loop, iv, loop_name
 from qidao.passes.schedule.tensorize import INTRINSICS, WARP
@@ -186,12 +196,15 @@ def tensor_core_matmul(s: Schedule, kernel: str, precision: str) -> str:
     heads = [name for name in s.loops(kernel) if re.fullmatch(r"i_i_i(_u\d+)?", name)]
     for head in heads:
         s.tensorize(kernel, head, intrinsic.name)
+    # the staging arrays are f32 (an FP16 tile's halves use half of its array)
+    staged = (tile.rows * bk + bk * tile.cols) * 4
+    pipelined = double_buffer_step(s, kernel, "k_o_o", staged)
     grid = f"{batch[-1]} -> blockIdx.z, " if batch else ""
     return (
         f"tensor cores ({intrinsic.name}: {len(heads)} WMMA tile(s) of "
         f"{intrinsic.m}x{intrinsic.n}x{intrinsic.k} a warp a step): {grid}{tile}, "
         f"k by {bk}, {a} and {b} staged in __shared__ (rounded to {precision} by "
-        "the copy)"
+        f"the copy), {pipelined}"
     )
 
 

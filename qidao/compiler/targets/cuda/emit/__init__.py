@@ -68,6 +68,13 @@ with a ``CudaEmitError`` naming the kernel, the loop and the reason. Staging
 arrays are ``__align__(16)``, so that nvcc loads four floats at a time where a
 thread reads them in a row.
 
+Double buffering. A serial loop that ``double_buffer`` marked (the matmul
+defaults' ``k_o_o``) keeps its ``__shared__`` staging buffers in two stages
+(``pipeline.py``): iteration ``lb``'s tiles are copied before the loop, and at the
+top of iteration ``k``, after one barrier, iteration ``k + 1``'s into the other
+stage (``cp.async`` from global memory, a plain copy where the copy rounds), so
+the loads overlap the math; one barrier an iteration instead of two.
+
 Slices. Inside ``threadIdx`` loops a ``cache_read`` buffer is each thread's own
 tile: the register-tiled matmul (``defaults.py``) puts its ``k_o`` loop inside
 the thread loops, and thread ``(ty, tx)`` packs rows ``ty * TM ..`` of A's tile
@@ -185,6 +192,9 @@ Files (read in this order; each builds on the ones before it):
   ``mma_sync``, stores; TF32/FP16 conversions in the staging copy).
 - ``shared_memory.py``: :class:`KernelWriter`: the statement writer with the
   ``__shared__`` staging buffers, their cooperative copies and the barriers.
+- ``pipeline.py``: :class:`PipelineWriter`: the writer of a launch, with the
+  ``double_buffer``ed loops: two stages of each ``__shared__`` buffer, the next
+  iteration's tiles copied (``cp.async``) while this one computes.
 - ``launches.py``: one kernel -> its ``__global__`` functions (which top-level
   ops form a launch, its grid and block, its parameters): :func:`emit_kernel`.
 - ``program.py``: the host ``@main`` -> buffers and launches:

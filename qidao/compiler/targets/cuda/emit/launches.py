@@ -27,6 +27,7 @@ from xdsl.traits import is_side_effect_free
 from qidao.compiler.targets.cuda.emit.block_loops import scratch_declarations
 from qidao.compiler.targets.cuda.emit.c_types import c_type
 from qidao.compiler.targets.cuda.emit.errors import CudaEmitError
+from qidao.compiler.targets.cuda.emit.pipeline import PipelineWriter
 from qidao.compiler.targets.cuda.emit.shared_memory import KernelWriter
 from qidao.compiler.targets.cuda.emit.vectors import vector_notes
 from qidao.compiler.targets.cuda.emit.writer import TID, Pointer
@@ -93,7 +94,7 @@ def _emit_launch(
         staging = find_staging(fn, kernel, function, segment)
     except StagingError as err:
         raise CudaEmitError(str(err)) from err
-    writer = KernelWriter(fn, kernel, staging, math.prod(block))
+    writer = PipelineWriter(fn, kernel, staging, math.prod(block))
     writer.block_dims = block
     writer.single_stores = frozenset(
         store for top in segment for store in single_thread_stores(top)
@@ -242,11 +243,11 @@ def _header(
         head.append(f"// grid {grid}, block {block}: {shape}")
     if staging:
         shared = ", ".join(
-            f"{writer.pointers[s.alloca.memref].name} ({s.nbytes} bytes, "
-            f"at loop '{s.loop}')"
+            f"{writer.pointers[s.alloca.memref].name} ({s.nbytes * s.stages} bytes, "
+            f"at loop '{s.loop}'{', 2 stages' if s.pipelined else ''})"
             for s in staging.values()
         )
-        total = sum(s.nbytes for s in staging.values())
+        total = sum(s.nbytes * s.stages for s in staging.values())
         head.append(f"// __shared__ {total} of {MAX_SHARED_BYTES} bytes: {shared}")
     return head
 

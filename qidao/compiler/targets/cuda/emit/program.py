@@ -51,6 +51,7 @@ from xdsl.traits import is_side_effect_free
 from qidao.compiler.targets.cuda.emit.c_types import np_dtype, span_of
 from qidao.compiler.targets.cuda.emit.errors import CudaEmitError
 from qidao.compiler.targets.cuda.emit.launches import KernelLaunch, emit_kernel
+from qidao.compiler.targets.cuda.emit.pipeline import pipeline_preamble
 from qidao.compiler.targets.cuda.emit.preamble import PREAMBLE
 from qidao.compiler.targets.cuda.emit.wmma import wmma_preamble
 from qidao.passes.schedule.loops.nest import KERNEL_ATTR, MEMREF_VIEWS
@@ -144,7 +145,7 @@ def emit_program(module: ModuleOp) -> CudaProgram:
     kernels = "".join(
         "\n" + kl.source + "\n" for kls in plan.kernel_launches.values() for kl in kls
     )
-    source = wmma_preamble(kernels) + PREAMBLE + kernels
+    source = wmma_preamble(kernels) + pipeline_preamble(kernels) + PREAMBLE + kernels
     source += plan.shared_scratch()
     return CudaProgram(
         source, tuple(plan.buffers), tuple(plan.launches), tuple(inputs), tuple(outputs)

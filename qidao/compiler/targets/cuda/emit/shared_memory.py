@@ -9,11 +9,16 @@ Barriers: one after each run of copies (before any read), merged with the one of
 a copy at the top of a serial loop right after it that runs at least once; and,
 when a serial loop is around a buffer, one that ends the block holding it,
 left out when that block's last statement already was a barrier every thread ran.
+
+A ``double_buffer``ed loop's buffers (``Staging.pipelined``) are written by
+``pipeline.py`` instead: two stages, declared and first copied before the loop,
+one barrier an iteration.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import MemRefType
@@ -40,7 +45,13 @@ class KernelWriter(StatementWriter):
         super().__init__(fn, kernel)
         self.staging = staging or {}
         self.copies = {s.loops[0]: s for s in self.staging.values()}
-        self.repeated = {s.block for s in self.staging.values() if s.repeats}
+        self.repeated = {
+            s.block for s in self.staging.values() if s.repeats and not s.pipelined
+        }
+        self.pipelined = {s.pipelined for s in self.staging.values() if s.pipelined}
+        """``double_buffer``ed loops with ``__shared__`` buffers: ``pipeline.py``'s
+        ``PipelineWriter`` writes them, their buffers' declarations and copies
+        (this writer leaves those out)."""
         self.threads = threads
         self.carried: list[str] = []
         """Staging buffers copied just before the loop being entered, whose
@@ -50,6 +61,8 @@ class KernelWriter(StatementWriter):
         if isinstance(op, affine.ForOp) and op in self.copies:
             return  # a staging copy is written by ``block``
         if isinstance(op, memref.AllocaOp) and op in self.staging:
+            if self.staging[op].pipelined:
+                return  # declared by ``write_pipelined``
             self.declare_shared(op, self.staging[op])
             return
         super().op(op)
@@ -63,6 +76,8 @@ class KernelWriter(StatementWriter):
         pending, self.carried = self.carried, []
         for op in block.ops:
             copy = self.copies.get(op) if isinstance(op, affine.ForOp) else None
+            if copy is not None and copy.pipelined:
+                continue  # written by ``write_pipelined``
             if copy is not None:
                 source = root_buffer(copy.source)
                 if any(source is s.alloca.memref for s in self.staging.values()):
@@ -106,6 +121,8 @@ class KernelWriter(StatementWriter):
         the barrier after that copy (one barrier for both)."""
         if not isinstance(op, affine.ForOp) or bound_axis(op) or op.inits:
             return False
+        if op in self.pipelined:
+            return False  # its copies are before it, with their own barrier
         bounds = constant_bounds(op)
         first = op.body.block.first_op
         return (
@@ -115,9 +132,10 @@ class KernelWriter(StatementWriter):
             and first in self.staging
         )
 
-    def declare_shared(self, op: memref.AllocaOp, staging: Staging) -> None:
+    def declare_shared(self, op: memref.AllocaOp, staging: Staging) -> str:
         """The ``__shared__`` array of a staging buffer, with a comment on its
-        shape, its layout and its slices."""
+        shape, its layout and its slices (two stages of it when it is
+        double-buffered); its C name."""
         t = op.memref.type
         assert isinstance(t, MemRefType)
         elem = c_type(t.get_element_type())
@@ -132,15 +150,24 @@ class KernelWriter(StatementWriter):
             what = f"each thread's {' x '.join(map(str, staging.extents))} slice ({slices}), {what}"
         if staging.order != sorted(staging.order):
             shape += f", stored in dimension order {staging.order}"
+        size = str(math.prod(staging.shape))
+        if staging.pipelined is not None:  # two stages (``pipeline.py``)
+            size = f"2 * {size}"
+            shape = f"2 stages of {shape}"
+            what += f", double-buffered at loop '{loop_name(staging.pipelined)}'"
         self.line(
-            f"__shared__ __align__(16) {elem} {name}[{math.prod(staging.shape)}];"
-            f"  // {shape}: {what}"
+            f"__shared__ __align__(16) {elem} {name}[{size}];  // {shape}: {what}"
         )
         self.pointers[op.memref] = Pointer(name, t, staging)
+        return name
 
-    def staged_copy(self, staging: Staging) -> None:
+    def staged_copy(
+        self, staging: Staging, point: Callable[[], None] | None = None
+    ) -> None:
         """The copy nest of a staging buffer, its points spread over the block's
-        threads: point ``q`` is run by thread ``q % threads``."""
+        threads: point ``q`` is run by thread ``q % threads``. ``point`` writes
+        one point instead of the copy's load and store (``pipeline.py``'s
+        ``cp.async``)."""
         total = math.prod(staging.shape)
         q = self.fresh(f"{staging.loop}_cr")
         self.line(
@@ -156,8 +183,11 @@ class KernelWriter(StatementWriter):
         if guards:
             self.line(f"if ({' && '.join(guards)}) {{")
             self.depth += 1
-        for op in staging.loops[-1].body.block.ops:
-            self.op(op)
+        if point is not None:
+            point()
+        else:
+            for op in staging.loops[-1].body.block.ops:
+                self.op(op)
         if guards:
             self.depth -= 1
             self.line("}")
