@@ -7,9 +7,10 @@
 # for (d) and (c); (d) at most 70 s, leaving 30 s for (c); (c) what is left, at
 # most 150 s. So with 280 s left after (a) (setup about 20 s): (b) 180 s, (d)
 # 70 s, (c) 30 s; nothing runs past 450 s.
-#   (a) pytest tests/compiler/targets/cuda/test_emit.py, test_defaults.py and
-#       tests/tools/test_bench_cuda.py, test_bench_cuda_plot.py, test_cuda_suites.py,
-#       test_cuda_ladder.py:
+#   (a) pytest: with pytest-xdist (from .whl/extra/), every CUDA test file on 8
+#       workers (tests/compiler/targets/cuda/, test_gpu_tune.py, and the bench's:
+#       tests/tools/test_bench_cuda*.py, test_cuda_suites.py, test_cuda_ladder.py);
+#       without it, serially, test_emit.py, test_defaults.py and the bench's:
 #       nvcc, the emulator and the real-GPU tests (qidao.compile(target="cuda")
 #       against NumPy, the hand-written and the default GPU schedules; issue 13's
 #       workloads at small sizes on the device against PyTorch there);
@@ -64,6 +65,14 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     timeout 60 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
         --upgrade --target "$SITE" .whl/*.whl || { echo "wheel install failed"; exit 2; }
 fi
+# optional: pytest-xdist (step (a) on 8 workers), matplotlib (the PNGs), transformers
+# (the models' rows); without them those parts say what is missing and the rest runs
+if compgen -G ".whl/extra/*.whl" >/dev/null; then
+    echo "== installing $(ls .whl/extra/*.whl | wc -l) optional wheels from .whl/extra/"
+    timeout 90 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+        --upgrade --target "$SITE" .whl/extra/*.whl \
+        || echo "(optional wheels did not install: no xdist, plots or models)"
+fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 
@@ -109,15 +118,26 @@ except Exception as err:  # noqa: BLE001
     print("torch:", err)
 EOF
 
-TESTS=${QIDAO_CHECK_TESTS:-"tests/compiler/targets/cuda/test_emit.py
-    tests/compiler/targets/cuda/test_defaults.py tests/tools/test_bench_cuda.py
-    tests/tools/test_bench_cuda_plot.py tests/tools/test_cuda_suites.py
-    tests/tools/test_cuda_ladder.py"}
+# with pytest-xdist, every CUDA test file on 8 workers (their real-GPU tests
+# included); without it, serially, the files whose GPU tests matter most
+if "$PY" -c "import xdist" 2>/dev/null; then
+    WORKERS="-n 8"
+    DEFAULT_TESTS="tests/compiler/targets/cuda tests/compiler/test_gpu_tune.py
+        tests/tools/test_bench_cuda.py tests/tools/test_bench_cuda_plot.py
+        tests/tools/test_cuda_suites.py tests/tools/test_cuda_ladder.py"
+else
+    WORKERS=""
+    DEFAULT_TESTS="tests/compiler/targets/cuda/test_emit.py
+        tests/compiler/targets/cuda/test_defaults.py tests/tools/test_bench_cuda.py
+        tests/tools/test_bench_cuda_plot.py tests/tools/test_cuda_suites.py
+        tests/tools/test_cuda_ladder.py"
+fi
+TESTS=${QIDAO_CHECK_TESTS:-$DEFAULT_TESTS}
 limit=$(cap 150)
-echo "== (a) pytest (at most ${limit} s):" $TESTS
+echo "== (a) pytest (at most ${limit} s, ${WORKERS:-serial}):" $TESTS
 # shellcheck disable=SC2086
-timeout -k 10 "$limit" "$PY" -m pytest $TESTS -q -p no:cacheprovider -rfEs 2>&1 \
-    | tee -a "$OUT/pytest.log"
+timeout -k 10 "$limit" "$PY" -m pytest $TESTS $WORKERS -q -p no:cacheprovider -rfEs \
+    2>&1 | tee -a "$OUT/pytest.log"
 rc_a=${PIPESTATUS[0]}
 
 # (d) and (c) get at least 100 s: (b) stops at its budget, 25 s before its

@@ -7,6 +7,8 @@
 #   xdsl==0.74.0 + immutabledict, ordered-set (and typing-extensions, new enough)
 #   pycuda==2026.1, built from source (it has no wheel), + pytools, platformdirs,
 #   mako, siphash24
+#   .whl/extra/ (optional): pytest-xdist, matplotlib, transformers and their
+#   dependencies less numpy and pytest (about 52 MB)
 #
 # pycuda links libcuda.so.1, the driver's library. Where there is no driver (and
 # no stubs in $CUDA_ROOT/lib64/stubs), a stub with the symbols pycuda uses and
@@ -62,4 +64,14 @@ unzip -q -o "$WHL"/pycuda-2026.1-cp312-*.whl 'pycuda/_driver*.so' -d "$so"
 readelf -d "$so"/pycuda/_driver*.so | grep -q 'libcuda.so.1' \
     || { echo "pycuda's _driver does not link libcuda.so.1"; exit 1; }
 rm -rf "$so"
-ls -l "$WHL" && du -sh "$WHL"
+
+# optional (.whl/extra/, installed by gpu_check.sh when it can): pytest-xdist, and
+# matplotlib and transformers with what they need, less what the machine has
+# (numpy: torch is built against it; pytest and its plugins' base)
+mkdir -p "$WHL/extra"
+"$PY312" -m pip download -q --only-binary=:all: --python-version 3.12 \
+    --implementation cp "${platforms[@]}" --platform any -d "$WHL/extra" \
+    pytest-xdist==3.8.0 matplotlib==3.11.2 transformers==5.24.0
+rm -f "$WHL"/extra/numpy-*.whl "$WHL"/extra/pytest-[0-9]*.whl "$WHL"/extra/pluggy-*.whl \
+    "$WHL"/extra/iniconfig-*.whl "$WHL"/extra/typing_extensions-*.whl
+ls -l "$WHL" "$WHL/extra" && du -sh "$WHL"  # the device tool carries at most 64 MiB
