@@ -52,7 +52,7 @@ The warp (``WarpMappingError``). WMMA is a warp's collective operation: the 32
 lanes of a warp load the fragments and multiply them together, each holding a
 part of each matrix. A tensorized tile is therefore run by exactly one warp, and
 the lanes are the launch's ``threadIdx.x``, given by ``block_stride`` loops of 32
-threads (``qd.threads = 32``, ``_block_rules.py``): the code around block-stride
+threads (``qd.threads = 32``, ``loops/block.py``): the code around block-stride
 loops is run by every thread of a row of threads, that is by every lane of one
 warp, and the rows (``threadIdx.y``/``z``) are the warps. (A loop bound to
 ``threadIdx.x`` that the tile does not index cannot be the lanes: ``bind``

@@ -278,7 +278,7 @@ def test_register_tile_cuda_c() -> None:
     code = product_kernel(compile_cuda(g).ir("cuda"))
     assert "float acc[64];" in code
     assert (
-        "__shared__ __align__(16) float a_pack[2 * 1024];  // 2 stages of 128 x 8, "
+        "__shared__ __align__(32) float a_pack[2 * 1024];  // 2 stages of 128 x 8, "
         "stored in "
     ) in code
     assert "each thread's 8 x 8 slice (16 slices along dimension 0 by i_o_i)" in code

@@ -178,17 +178,17 @@ def test_cache_read_in_a_block_is_staged_in_shared_memory() -> None:
     assert "const long long qd_tid = (long long)threadIdx.x + 16 * (long long)" in (
         source
     )
-    assert "__shared__ __align__(16) float x_pack[768];" in source
-    assert "__shared__ __align__(16) float w_pack[256];" in source
+    assert "__shared__ __align__(32) float x_pack[768];" in source
+    assert "__shared__ __align__(32) float w_pack[256];" in source
     assert "for (long long k_o_cr = qd_tid; k_o_cr < 256; k_o_cr += 256) {" in source
     assert "const long long k_o_cr_i0 = k_o_cr / 16;" in source
     assert "const long long j_o_cr_i1 = j_o_cr % 48;" in source
     # one barrier after the copies (x's waits for w's, at the top of the k_o loop
     # that runs at least once), one before the next copy of w overwrites the tile
     order = [
-        "__shared__ __align__(16) float x_pack",
+        "__shared__ __align__(32) float x_pack",
         "for (long long k_o = 0; k_o < 3; ++k_o) {",
-        "__shared__ __align__(16) float w_pack",
+        "__shared__ __align__(32) float w_pack",
         "__syncthreads();  // x_pack, w_pack staged",
         "// loop 'i_i' bound to threadIdx.y",
         "__syncthreads();  // the next copy into w_pack waits",
@@ -323,7 +323,7 @@ def test_nvcc_compiles_the_source(name: str, tmp_path: Path) -> None:
     ptx = (tmp_path / "k.ptx").read_text()
     assert ".entry" in ptx
     if name.startswith("tiled") or name.endswith("staged"):
-        assert ".shared .align 16 .b8" in ptx and "bar.sync" in ptx
+        assert ".shared .align 32 .b8" in ptx and "bar.sync" in ptx
 
 
 @needs_nvcc

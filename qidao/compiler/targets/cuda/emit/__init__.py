@@ -65,8 +65,8 @@ least once). Barriers sit only in that uniform code, never inside a guarded
 ``threadIdx`` loop, so no thread skips one (the guard of a ``blockIdx`` loop is
 the same for the whole block). Refused: a staging buffer that breaks rule 3 or 4,
 with a ``CudaEmitError`` naming the kernel, the loop and the reason. Staging
-arrays are ``__align__(16)``, so that nvcc loads four floats at a time where a
-thread reads them in a row.
+arrays are ``__align__(32)``, so that nvcc loads four floats at a time where a
+thread reads them in a row, and WMMA's fragments (256-bit aligned) can load them.
 
 Double buffering. A serial loop that ``double_buffer`` marked (the matmul
 defaults' ``k_o_o``) keeps its ``__shared__`` staging buffers in two stages
@@ -88,7 +88,7 @@ dimension by exactly the slice's extent, and some threads sharing a slice). The
 sliced dimensions are stored last, so a thread's ``TM`` rows of A at one ``k``
 are contiguous (two 16-byte loads). Matmul 2048, ``x`` @ ``w``, 16 x 16 threads::
 
-    __shared__ __align__(16) float x_pack[1024];  // 128 x 8, stored in dimension
+    __shared__ __align__(32) float x_pack[1024];  // 128 x 8, stored in dimension
         // order [1, 0]: each thread's 8 x 8 slice (16 slices along dimension 0
         // by i_o_i), staged by the block's threads
     for (long long k_o_o_cr = qd_tid; k_o_o_cr < 1024; k_o_o_cr += 256) {

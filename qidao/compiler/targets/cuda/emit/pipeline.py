@@ -47,10 +47,10 @@ top, b_pack at the top of ``k_o_i``; ``double_buffer(k_o_o)``), as the emitter
 wrote it without the mark::
 
     for (long long k_o_o = 0; k_o_o < 4; ++k_o_o) {
-      __shared__ __align__(16) float a_pack[1024];
+      __shared__ __align__(32) float a_pack[1024];
       for (...) { ... a_pack[...] = a[...]; }
       for (long long k_o_i = 0; k_o_i < 1; ++k_o_i) {
-        __shared__ __align__(16) float b_pack[1024];
+        __shared__ __align__(32) float b_pack[1024];
         for (...) { ... b_pack[...] = b[...]; }
         __syncthreads();  // a_pack, b_pack staged
         for (long long k_i = 0; k_i < 16; ++k_i) { ... a_pack ... b_pack ... }
@@ -60,8 +60,8 @@ wrote it without the mark::
 
 After::
 
-    __shared__ __align__(16) float a_pack[2 * 1024];  // 2 stages of 64 x 16, ...
-    __shared__ __align__(16) float b_pack[2 * 1024];  // 2 stages of 16 x 64: ...
+    __shared__ __align__(32) float a_pack[2 * 1024];  // 2 stages of 64 x 16, ...
+    __shared__ __align__(32) float b_pack[2 * 1024];  // 2 stages of 16 x 64: ...
     {  // k_o_o = 0: a_pack, b_pack into stage 0
       float* const a_pack_n = a_pack;
       for (...) { ...; __pipeline_memcpy_async(&a_pack_n[...], &a[...], sizeof(float)); }

@@ -156,7 +156,7 @@ class KernelWriter(StatementWriter):
             shape = f"2 stages of {shape}"
             what += f", double-buffered at loop '{loop_name(staging.pipelined)}'"
         self.line(
-            f"__shared__ __align__(16) {elem} {name}[{size}];  // {shape}: {what}"
+            f"__shared__ __align__(32) {elem} {name}[{size}];  // {shape}: {what}"
         )
         self.pointers[op.memref] = Pointer(name, t, staging)
         return name

@@ -43,12 +43,11 @@ reason: ``ldm`` a multiple of 16 bytes (4 floats, 8 halves); every matrix's
 first element 32 bytes (256 bits) aligned, proved from its offset's linear form
 (each coefficient and the constant a multiple of 8 floats or 16 halves) over a
 base that is: a kernel argument (``cudaMalloc``: 256 bytes) or a ``__shared__``
-staging array, which ``shared_memory.py`` declares ``__align__(16)`` only, so the
-first fragment load of each such array checks its address and stops the kernel
-(``__trap()``) rather than compute garbage (nvcc puts the 16 KiB tiles at
-multiples of 32 bytes after its 1 KiB reserve; ``__align__(32)`` there would make
-the check unnecessary); an operand in a per-thread array refused (the lanes must
-read one matrix).
+staging array, which ``shared_memory.py`` declares ``__align__(32)``; the first
+fragment load of each such array still checks its address and stops the kernel
+(``__trap()``) rather than compute garbage, should a declaration ever lose that
+alignment; an operand in a per-thread array refused (the lanes must read one
+matrix).
 
 Each program with a tensorized tile starts with :data:`WMMA_PREAMBLE`
 (``program.py``): ``<mma.h>`` under ``__CUDACC__`` (the emulator brings its own
@@ -710,7 +709,7 @@ def _fragment(
         w.line(
             f"if (reinterpret_cast<unsigned long long>({matrix.buffer}) % "
             f"{ALIGN_BYTES} != 0) __trap();  // WMMA: {ALIGN_BYTES}-byte aligned "
-            "matrices (__shared__ is __align__(16))"
+            "matrices (__shared__ is __align__(32))"
         )
     name = w.fresh(f"qd_{use[-1]}")
     w.line(f"{kind} {name};")
