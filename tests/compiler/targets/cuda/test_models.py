@@ -10,8 +10,8 @@ that test skips with the reason.
 
 The sizes: a ResNet of two stages (basic blocks, widths 8 and 16, the stem's 7x7
 conv and 3x3 max pool, a 1x1 shortcut, the global average pool and the
-classifier) on 2x3x32x32, and a BERT of 2 layers (hidden 64, 2 heads, sequence
-16, batch 2). The emulator runs each in well under a second once built; the
+classifier) on 2x3x32x32, and a BERT of 2 layers (hidden 32, 2 heads, sequence
+8, batch 2): the bench's small models (``qidao/tools/cuda_models.py``). The emulator runs each in well under a second once built; the
 build (``g++`` of the whole program) takes a few seconds.
 """
 
@@ -40,58 +40,12 @@ needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ (the emulator) is not on
 pytest.importorskip("transformers", reason="the zoo's models are transformers classes")
 pytest.importorskip("onnx", reason="the models go through ONNX")
 
-from qidao.tools.zoo_models import (  # noqa: E402  (after the skips)
-    TEXT_ATTENTION,
-    ZooModel,
-    onnx_path,
-    reference,
-)
+from qidao.tools.cuda_models import BERT_TINY_B2, RESNET_TINY_B2  # noqa: E402
+from qidao.tools.zoo_models import onnx_path, reference  # noqa: E402
 
-
-def _config(kind: str, **fields: Any) -> Any:
-    def make() -> Any:
-        import transformers
-
-        return getattr(transformers, kind)(**fields)
-
-    return make
-
-
-MODELS = {
-    "resnet": ZooModel(
-        "resnet-2-stages",
-        "ResNet, basic blocks 1-1, widths 8-16, batch 2 of 3x32x32",
-        _config(
-            "ResNetConfig",
-            embedding_size=8,
-            hidden_sizes=[8, 16],
-            depths=[1, 1],
-            layer_type="basic",
-            num_labels=10,
-        ),
-        "ResNetForImageClassification",
-        (2, 3, 32, 32),
-        default=False,
-    ),
-    "bert": ZooModel(
-        "bert-2-layers",
-        "BERT encoder, 2 layers, hidden 64, 2 heads, batch 2, sequence 16",
-        _config(
-            "BertConfig",
-            vocab_size=512,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=128,
-            max_position_embeddings=64,
-            attn_implementation=TEXT_ATTENTION,
-        ),
-        "BertModel",
-        (2, 16),
-        output="last_hidden_state",
-        default=False,
-    ),
-}
+MODELS = {"resnet": RESNET_TINY_B2, "bert": BERT_TINY_B2}
+"""The bench's small models (``qidao/tools/cuda_models.py``): the zoo's tiny ResNet
+at batch 2 and a BERT of 2 layers, hidden 32."""
 
 KINDS = {
     "resnet": ("conv2d: ", "pool: ", "rows: over axes before the last: ", "matmul: "),
