@@ -5,6 +5,8 @@ compiled = qidao.compile(model)        # onnx.ModelProto, .onnx/.mlir, builder G
 outputs = compiled(*inputs)            # NumPy arrays in, NumPy arrays out
 print(compiled.ir("affine"))           # tg, affine, scf, cf, llvm-dialect, llvm, ...
 compiled.stats                         # kernels, buffers, peak_bytes, ...
+f = qidao.compile(model, grad=["w"])   # outputs, then d sum(output 0) / d w
+qidao.gradcheck(model, inputs, wrt=["w"])  # vs float64 central differences
 except qidao.QidaoError                # every error qidao raises for a user
 
 ``qidao.compile`` and ``qidao.Compiled`` load the compiler on first use, so that a
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from qidao.errors import (
     ArgumentError,
     CheckError,
+    GradcheckError,
     ModelError,
     QidaoError,
     RecordsError,
@@ -29,6 +32,7 @@ from qidao.errors import (
 
 if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled, compile
+    from qidao.compiler.gradcheck import gradcheck
     from qidao.compiler.pipeline import InternalCompilerError
     from qidao.compiler.schedule import ScheduleError
 
@@ -36,6 +40,7 @@ __all__ = [
     "ArgumentError",
     "CheckError",
     "Compiled",
+    "GradcheckError",
     "InternalCompilerError",
     "ModelError",
     "QidaoError",
@@ -44,12 +49,14 @@ __all__ = [
     "ScheduleError",
     "UnsupportedError",
     "compile",
+    "gradcheck",
 ]
 __version__ = "0.1.0"
 
 _LAZY = {
     "Compiled": "qidao.compiler.compile",
     "compile": "qidao.compiler.compile",
+    "gradcheck": "qidao.compiler.gradcheck",
     "InternalCompilerError": "qidao.compiler.pipeline",
     "ScheduleError": "qidao.compiler.schedule",
 }
@@ -58,6 +65,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "optim":  # the optimizers, a module: qidao.optim.SGD(...)
+        return importlib.import_module("qidao.optim")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'qidao' has no attribute {name!r}")

@@ -64,3 +64,8 @@ class ResourceError(QidaoError, MemoryError):
 class CheckError(QidaoError, ValueError):
     """A run-time check of ``qidao.compile(..., checks=True)`` failed: an index out
     of its axis or an integer divisor of zero. Names the node and the values."""
+
+
+class GradcheckError(QidaoError, ValueError):
+    """``qidao.gradcheck`` found a compiled gradient that disagrees with central
+    differences: names the input, the element and both values."""

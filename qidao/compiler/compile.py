@@ -42,7 +42,7 @@ from qidao.compiler.cache import (
 )
 from qidao.compiler.compiled import CompiledModel, CompiledProgram
 from qidao.compiler.conv_algo import measured_choice
-from qidao.compiler.models import load_model, with_weights
+from qidao.compiler.models import is_onnx, lift_for_grad, load_model, with_weights
 from qidao.compiler.options import Settings, check_settings
 from qidao.compiler.pipeline import (
     MODES,
@@ -54,6 +54,8 @@ from qidao.compiler.pipeline import (
 from qidao.compiler.schedule import ScheduleSpec, apply_schedule
 from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
+from qidao.compiler.trainable import WithParameters, trained_inputs, training_step
+from qidao.errors import UnsupportedError
 from qidao.passes.graph.select_conv_algo import algo_report, set_measure
 from qidao.runtime.cpu import host_cpu
 
@@ -104,6 +106,19 @@ def compile(
     file) as on the CPU, its records keyed by the GPU's model and compute
     capability (``"emulator"`` for ``device="emulate"``).
 
+    ``grad`` (a list of names of graph inputs or ONNX initializers) makes the call
+    return the outputs, then the gradient of ``sum(output 0)`` with respect to each
+    name, in order (the ``autodiff`` pass, ``qidao.passes.graph.autodiff``); an
+    initializer named there is not folded into the code: the result holds its value
+    (``.parameters``, ``qidao.compiler.trainable``) and the call does not take it.
+
+    ``optimizer`` (``qidao.optim.SGD(...)`` or ``Adam(...)``, with ``grad``) compiles
+    a training step (``qidao.compiler.trainable.TrainingStep``): forward, backward
+    and the update in one program; the step holds the weights named in ``grad``
+    (initializers keep the model's values; graph inputs take theirs from
+    ``weights=``, a dict or a ``.safetensors`` file) and the optimizer's state,
+    and each call takes the other inputs and returns the outputs.
+
     ``weights`` (an ONNX model only: a ``.safetensors`` path or a dict of arrays)
     binds the model's initializers and graph inputs by name to those tensors
     (``qidao.frontend.weights``).
@@ -128,11 +143,18 @@ def compile(
             "example_inputs= and strict= are for PyTorch models (an nn.Module or a "
             f"function), not {type(model).__name__}"
         )
-    if weights is not None:  # an ONNX model in, an ONNX model with the weights out
-        model = with_weights(model, weights)
     backend = get_target(target)
     settings = check_settings(backend.name, backend.options, mode, threads, options)
     backend.check(settings)
+    grad, optimizer = settings.options["grad"], settings.options["optimizer"]
+    held: dict[str, Any] = {}
+    if optimizer is not None and weights is not None and not is_onnx(model):
+        held = trained_inputs(weights, grad)  # a builder graph's initial weights
+    elif weights is not None:  # an ONNX model in, an ONNX model with the weights out
+        model = with_weights(model, weights)
+    if grad:  # initializers named there become inputs
+        model, lifted = lift_for_grad(model, grad)
+        held = {**held, **lifted}
     from qidao.compiler.specialize import specialized
 
     def compile_specialization(module: ModuleOp) -> CompiledProgram:
@@ -143,8 +165,17 @@ def compile(
     # ONNX integer inputs / dynamic shapes: compiled per call
     lazy = specialized(model, compile_specialization)
     if lazy is not None:
+        if settings.options["grad"]:
+            raise UnsupportedError(
+                "grad= needs a model with static shapes and no integer (shape, axes) "
+                "inputs; this one compiles per call (qidao.compiler.specialize): fix "
+                "its dynamic dimensions or integer inputs first"
+            )
         return lazy
-    return _compile_module(model, backend, settings)
+    compiled = _compile_module(model, backend, settings)
+    if optimizer is not None:
+        return training_step(compiled, grad, held, optimizer)
+    return WithParameters(compiled, held) if held else compiled
 
 
 def _compile_module(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
@@ -199,6 +230,10 @@ def _cache_key(
             if not path.is_file():
                 return None, f"off: no records file at '{path}'"
             value = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif hasattr(value, "pass_options"):  # an optimizer: its hyper-parameters
+            value = {"kind": value.kind, **value.pass_options()}
+        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            value = list(value)
         elif callable(value):
             return None, f"off: {name} is a function"
         elif not isinstance(value, str | int | float | bool | None):

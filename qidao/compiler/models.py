@@ -104,3 +104,26 @@ def with_weights(model: Any, weights: Any) -> Any:
     if is_path and not Path(model).exists():
         raise FileNotFoundError(f"no model file at '{model}'")
     return bind_onnx_weights(load_onnx(model), weights)
+
+
+def is_onnx(model: Any) -> bool:
+    """An ``onnx.ModelProto`` or a path to a ``.onnx`` file."""
+    type_name = type(model).__module__ + "." + type(model).__qualname__
+    if isinstance(model, str | os.PathLike):
+        return Path(model).suffix == ".onnx"
+    return type_name.startswith("onnx.")
+
+
+def lift_for_grad(model: Any, names: Any) -> tuple[Any, dict[str, Any]]:
+    """``model`` with the ONNX initializers named in ``names`` lifted into graph
+    inputs (``qidao.frontend.onnx.trainable``), and their values; any other model
+    is returned as it is (its gradients are of its inputs)."""
+    if not is_onnx(model):
+        return model, {}
+    is_onnx_path = isinstance(model, str | os.PathLike)
+    from qidao.frontend.onnx.load import load_model as load_onnx
+    from qidao.frontend.onnx.trainable import lift_initializers
+
+    if is_onnx_path and not Path(model).exists():
+        raise FileNotFoundError(f"no model file at '{model}'")
+    return lift_initializers(load_onnx(model), list(names))

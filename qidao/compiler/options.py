@@ -24,6 +24,8 @@ COMMON_OPTIONS: dict[str, Any] = {
     "algo": "auto",
     "checks": False,
     "tensor_cores": None,
+    "grad": None,
+    "optimizer": None,
 }
 """Options every target takes, with their defaults: ``fuse`` (the fusion pass in
 graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
@@ -34,7 +36,11 @@ or one of ``qidao.passes.graph.select_conv_algo.ALGORITHMS``) and ``checks``
 zero, as ONNX Runtime does: the ``insert-checks`` pass) and ``tensor_cores``
 (``target="cuda"`` only: ``"tf32"`` or ``"fp16"`` runs the default schedule's
 matmuls on tensor cores in that precision, ``targets/cuda/tensor_cores.py``;
-None keeps them fp32)."""
+None keeps them fp32) and ``grad`` (names of inputs or ONNX initializers: the call
+also returns the gradient of ``sum(output 0)`` with respect to each, the
+``autodiff`` pass) and ``optimizer`` (``qidao.optim.SGD``/``Adam``: the call
+also updates those weights, held by the compiled step; the ``apply-optimizer``
+pass)."""
 
 TENSOR_CORES: tuple[str, ...] = ("tf32", "fp16")
 """The values of ``tensor_cores`` besides None: the inputs' precision on the tensor
@@ -85,6 +91,8 @@ def check_settings(
     merged = {**known, **options}
     _check_algo(merged["algo"])
     _check_tensor_cores(merged["tensor_cores"], target, merged["schedule"])
+    merged["grad"] = _check_grad(merged["grad"])
+    _check_optimizer(merged["optimizer"], merged["grad"])
     if not isinstance(merged["checks"], bool):
         raise TypeError(f"checks must be True or False, got {merged['checks']!r}")
     return Settings(
@@ -95,6 +103,37 @@ def check_settings(
         verify=verify_policy(merged["verify"]),
         options=merged,
     )
+
+
+def _check_grad(grad: object) -> list[str] | None:
+    """``grad``: None, or a non-empty list of distinct names (as a list)."""
+    if grad is None:
+        return None
+    if isinstance(grad, str):
+        grad = [grad]
+    if not isinstance(grad, list | tuple) or not all(isinstance(n, str) for n in grad):
+        raise TypeError(
+            f"grad must be a list of input or initializer names, got {grad!r}"
+        )
+    if not grad or len(set(grad)) != len(grad):
+        raise ValueError(f"grad must name distinct inputs, at least one; got {grad!r}")
+    return list(grad)
+
+
+def _check_optimizer(optimizer: object, grad: list[str] | None) -> None:
+    from qidao.compiler.optim import SGD, Adam
+
+    if optimizer is None:
+        return
+    if not isinstance(optimizer, SGD | Adam):
+        raise TypeError(
+            "optimizer must be qidao.optim.SGD(...) or qidao.optim.Adam(...), got "
+            f"{optimizer!r}"
+        )
+    if not grad:
+        raise ValueError(
+            "optimizer= updates the weights named in grad=[...]; grad is not given"
+        )
 
 
 def _check_tensor_cores(precision: object, target: str, schedule: object) -> None:

@@ -55,7 +55,8 @@ class Step:
     when: str | None = None
     """The compile option that must be true for the pass to run (``fuse``, ...)."""
     options: tuple[str, ...] = ()
-    """Compile settings handed to the pass as the options of the same name."""
+    """Compile settings handed to the pass as the options of the same name;
+    ``"wrt=grad"`` hands the setting ``grad`` to the pass option ``wrt``."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ COMMON_STAGES: tuple[Stage, ...] = (
     Stage(
         "tg",
         (
+            Step("autodiff", when="grad", options=("wrt=grad",)),
+            Step(
+                "apply-optimizer", when="optimizer", options=("wrt=grad", "optimizer")
+            ),
             Step("insert-checks", when="checks"),
             _graph("fold-constants"),
             _graph("simplify"),
@@ -273,8 +278,14 @@ def stage_table(target: str = "cpu") -> str:
     return "\n".join(rows) + "\n"
 
 
+_WHEN_SHOWN = {"grad": "grad=[...]", "optimizer": "optimizer=..."}
+"""How the stage table shows a ``when`` option that is not a flag."""
+
+
 def _step_cell(step: Step) -> str:
-    return f"`{step.name}`" + (f" (with `{step.when}=True`)" if step.when else "")
+    if not step.when:
+        return f"`{step.name}`"
+    return f"`{step.name}` (with `{_WHEN_SHOWN.get(step.when, step.when + '=True')}`)"
 
 
 # --- running it -----------------------------------------------------------------
@@ -321,7 +332,7 @@ def run_stages(
         start = time.perf_counter()
         steps = active_steps(stage, mode, values)
         for step in steps:
-            options = {k: values[k] for k in step.options if k in values}
+            options = _pass_options(step, values)
             run_pass(make_pass(step.name, **options), step.name, ctx, module)
             if each:
                 verify_module(module, f"pass '{step.name}'")
@@ -343,6 +354,21 @@ def run_stages(
         if debug >= 2 and stage.name != "input":
             emit(f"stage {stage.name}", str(module))
     return snapshots
+
+
+def _pass_options(step: Step, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The options ``step``'s pass gets from the compile settings ``values``."""
+    options: dict[str, Any] = {}
+    for spec in step.options:
+        option, _, setting = spec.partition("=")
+        setting = setting or option
+        if setting in values:
+            value = values[setting]
+            if hasattr(value, "pass_options"):  # an object: its fields as options
+                options.update(value.pass_options())
+            else:
+                options[option] = tuple(value) if isinstance(value, list) else value
+    return options
 
 
 class InternalCompilerError(QidaoError, RuntimeError):

@@ -74,9 +74,11 @@ class CpuTarget:
         """Run the CPU stages below the schedule (``lower.py``: spread over
         processes for a model with many kernels), emit LLVM IR, JIT-compile it."""
         profile = bool(settings.options["profile"])
-        inputs, outputs = signature(stage_ir["input"])
+        # the tg stage's signature: autodiff appends gradients, insert-checks the
+        # checks' results (f64 scalars, named by Checks)
+        inputs, outputs = signature(stage_ir["tg"])
         checks = Checks.of(stage_ir["tg"])
-        outputs += checks.specs()  # the checks' results follow the model's
+        outputs = outputs[: len(outputs) - checks.results] + checks.specs()
         below = stages(self.name, SCHEDULE_STAGE)[1:]
         below = tuple(stage for stage in below if not stage.text)
         scheduled = stage_ir[SCHEDULE_STAGE]

@@ -1,0 +1,176 @@
+"""A compiled model that holds some of its inputs: the initializers a gradient is
+asked for.
+
+``qidao.compile(onnx_model, grad=["fc.weight"])`` lifts the initializer
+``fc.weight`` into a graph input (``qidao.frontend.onnx.trainable``) so that it is
+not folded into the code; this wrapper keeps its value and passes it on every call,
+so the call takes the model's own inputs only:
+
+```python
+f = qidao.compile(model, grad=["fc.weight"])
+loss, d_weight = f(x)                   # the outputs, then one gradient per name
+f.parameters["fc.weight"]               # the value the call used
+f.save("weights.safetensors")           # every held tensor, by name
+```
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from qidao.compiler.compiled import CompiledModel
+from qidao.errors import ArgumentError
+
+Array = np.ndarray[Any, Any]
+
+
+class WithParameters:
+    """``inner`` (compiled with the held tensors as its last inputs) called with
+    them appended to the caller's arguments."""
+
+    def __init__(self, inner: CompiledModel, parameters: Mapping[str, Array]) -> None:
+        self.inner = inner
+        self.parameters: dict[str, Array] = dict(parameters)
+        """The held tensors by name, in the order the program takes them."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.inner.stats
+
+    def ir(self, stage: str = "tg") -> str:
+        return self.inner.ir(stage)
+
+    def __call__(self, *args: Any) -> Any:
+        held = len(self.parameters)
+        given = len(args)
+        expected = _input_count(self.inner) - held
+        if expected >= 0 and given != expected:
+            raise ArgumentError(
+                f"the model takes {expected} input(s) (its parameters "
+                f"{', '.join(self.parameters)} are held by the compiled model), got "
+                f"{given}"
+            )
+        return self.inner(*args, *self.parameters.values())
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the held tensors to a SafeTensors file (read back with
+        ``qidao.compile(model, weights=path)``)."""
+        save_safetensors(path, self.parameters)
+
+
+def _input_count(compiled: CompiledModel) -> int:
+    inputs = getattr(compiled, "inputs", None)
+    return len(inputs) if inputs is not None else -1
+
+
+def save_safetensors(
+    path: str | os.PathLike[str], tensors: Mapping[str, Array]
+) -> None:
+    """``tensors`` as a SafeTensors file at ``path`` (row-major copies)."""
+    try:
+        from safetensors.numpy import save_file
+    except ImportError:
+        raise ImportError(
+            "writing SafeTensors files needs the safetensors package: "
+            "pip install 'qidao[weights]' (or safetensors==0.8.0)"
+        ) from None
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, os.fspath(path))
+
+
+class TrainingStep(WithParameters):
+    """A compiled training step: forward, backward and the optimizer's update in one
+    program (the ``apply-optimizer`` pass). It holds the weights named in ``grad``
+    and the optimizer's state; each call runs one step on the given inputs, swaps
+    in the updated weights and returns the model's outputs.
+
+    ```python
+    step = qidao.compile(model, grad=["w", "b"], optimizer=qidao.optim.SGD(lr=0.1))
+    for x, y in loader:
+        loss, = step(x, y)
+    step.parameters["w"]                   # the current weights
+    step.save("trained.safetensors")
+    ```
+    """
+
+    def __init__(
+        self,
+        inner: CompiledModel,
+        parameters: Mapping[str, Array],
+        optimizer: Any,
+    ) -> None:
+        super().__init__(inner, parameters)
+        self.optimizer = optimizer
+        """The hyper-parameters; ``lr`` may change between steps."""
+        self.state: dict[str, Array] = {
+            f"{state}_{name}": np.zeros_like(value)
+            for name, value in self.parameters.items()
+            for state in optimizer.state_names()
+        }
+        """The optimizer's state tensors (``momentum_w``, ``exp_avg_w``, ...)."""
+        self.steps = 0
+        """Steps taken so far."""
+
+    def __call__(self, *args: Any) -> Any:
+        expected = _input_count(self.inner) - len(self.parameters) - len(self.state)
+        expected -= len(self.optimizer.scalars(1))
+        if expected >= 0 and len(args) != expected:
+            raise ArgumentError(
+                f"the training step takes the model's {expected} input(s); its "
+                f"weights ({', '.join(self.parameters)}) and the optimizer's state "
+                f"are held by the step; got {len(args)}"
+            )
+        scalars = self.optimizer.scalars(self.steps + 1)
+        results = self.inner(
+            *args,
+            *self.parameters.values(),
+            *(np.array(v, np.float32) for v in scalars.values()),
+            *self.state.values(),
+        )
+        own = len(results) - len(self.parameters) - len(self.state)
+        weights = results[own : own + len(self.parameters)]
+        self.parameters = dict(zip(self.parameters, weights, strict=True))
+        self.state = dict(
+            zip(self.state, results[own + len(self.parameters) :], strict=True)
+        )
+        self.steps += 1
+        return results[:own]
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the current weights (not the optimizer's state) to a SafeTensors
+        file."""
+        save_safetensors(path, self.parameters)
+
+
+def trained_inputs(weights: Any, grad: list[str]) -> dict[str, Array]:
+    """The initial values of the graph inputs named in ``grad`` from ``weights``
+    (a dict of arrays or a ``.safetensors`` path), for a model that is not ONNX
+    (an ONNX model binds them as initializers)."""
+    from qidao.frontend.weights import weights_dict
+
+    values, source = weights_dict(weights)
+    unknown = sorted(set(values) - set(grad))
+    if unknown:
+        raise ArgumentError(
+            f"weights= ({source}) names {unknown}, which are not in grad={grad}; for "
+            "a model that is not ONNX, weights= gives the initial values of the "
+            "weights a training step holds"
+        )
+    return {name: np.array(values[name]) for name in grad if name in values}
+
+
+def training_step(
+    compiled: CompiledModel, grad: list[str], held: Mapping[str, Array], optimizer: Any
+) -> TrainingStep:
+    """The compiled step holding ``held`` (every name of ``grad`` must have a value)."""
+    missing = [n for n in grad if n not in held]
+    if missing:
+        raise ArgumentError(
+            f"optimizer= makes a training step that holds the weights {grad}, but "
+            f"{missing} have no initial value: give them in weights= (a dict of "
+            "arrays or a .safetensors file), or name ONNX initializers"
+        )
+    return TrainingStep(compiled, {n: held[n] for n in grad}, optimizer)

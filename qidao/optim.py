@@ -1,0 +1,6 @@
+"""``qidao.optim``: the optimizers of a compiled training step (``SGD``, ``Adam``;
+defined in ``qidao.compiler.optim``, where the formulas are)."""
+
+from qidao.compiler.optim import SGD, Adam, Optimizer
+
+__all__ = ["SGD", "Adam", "Optimizer"]

@@ -1,0 +1,118 @@
+"""``qidao.compile(model, grad=[...], optimizer=...)``: a compiled training step
+follows PyTorch's optimizers step by step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import qidao
+from qidao.frontend.builder import Graph
+from qidao.frontend.weights import load_safetensors
+
+RNG = np.random.default_rng(11)
+N, D, H, C = 16, 8, 32, 4
+
+
+def _mlp() -> Graph:
+    """Mean squared error of a two-layer MLP."""
+    g = Graph("main")
+    x, t = g.input("x", (N, D)), g.input("t", (N, C))
+    w1, b1, w2 = g.input("w1", (D, H)), g.input("b1", (H,)), g.input("w2", (H, C))
+    d = g.relu(x @ w1 + b1) @ w2 - t
+    g.output(g.reduce_mean(d * d, [0, 1]))
+    return g
+
+
+def _weights() -> dict[str, np.ndarray]:
+    return {
+        "w1": (RNG.standard_normal((D, H)) * 0.3).astype(np.float32),
+        "b1": np.zeros(H, np.float32),
+        "w2": (RNG.standard_normal((H, C)) * 0.3).astype(np.float32),
+    }
+
+
+OPTIMIZERS: dict[str, tuple[object, Callable[..., torch.optim.Optimizer]]] = {
+    "sgd": (qidao.optim.SGD(lr=0.05), lambda p: torch.optim.SGD(p, lr=0.05)),
+    "momentum": (
+        qidao.optim.SGD(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=1e-3),
+        lambda p: torch.optim.SGD(
+            p, lr=0.05, momentum=0.9, dampening=0.1, weight_decay=1e-3
+        ),
+    ),
+    "nesterov": (
+        qidao.optim.SGD(lr=0.05, momentum=0.9, nesterov=True),
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True),
+    ),
+    "adam": (
+        qidao.optim.Adam(lr=0.01, weight_decay=1e-3),
+        lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=1e-3),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_100_steps_follow_pytorchs_loss_curve(name: str) -> None:
+    optimizer, make_torch = OPTIMIZERS[name]
+    weights = _weights()
+    step = qidao.compile(
+        _mlp(), grad=list(weights), optimizer=optimizer, weights=weights
+    )
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
+    reference = make_torch(list(params.values()))
+    x = RNG.standard_normal((N, D)).astype(np.float32)
+    t = RNG.standard_normal((N, C)).astype(np.float32)
+    xt, tt = torch.tensor(x), torch.tensor(t)
+    for _ in range(100):
+        (loss,) = step(x, t)
+        reference.zero_grad()
+        out = torch.relu(xt @ params["w1"] + params["b1"]) @ params["w2"]
+        ref = ((out - tt) ** 2).mean()
+        ref.backward()
+        reference.step()
+        np.testing.assert_allclose(float(loss), ref.item(), rtol=1e-3)
+    assert step.steps == 100  # type: ignore[attr-defined]
+    for k, p in params.items():
+        np.testing.assert_allclose(
+            step.parameters[k], p.detach().numpy(), rtol=1e-3, atol=1e-5
+        )  # type: ignore[attr-defined]
+
+
+def test_the_learning_rate_changes_without_a_recompile(tmp_path: Path) -> None:
+    weights = _weights()
+    step = qidao.compile(
+        _mlp(), grad=list(weights), optimizer=qidao.optim.SGD(lr=0.1), weights=weights
+    )
+    x = RNG.standard_normal((N, D)).astype(np.float32)
+    t = RNG.standard_normal((N, C)).astype(np.float32)
+    step(x, t)
+    moved = {k: v.copy() for k, v in step.parameters.items()}  # type: ignore[attr-defined]
+    assert any(not np.array_equal(moved[k], weights[k]) for k in weights)
+    step.optimizer.lr = 0.0  # type: ignore[attr-defined]
+    step(x, t)
+    for k in weights:
+        np.testing.assert_array_equal(step.parameters[k], moved[k])  # type: ignore[attr-defined]
+    step.save(tmp_path / "w.safetensors")  # type: ignore[attr-defined]
+    saved = load_safetensors(tmp_path / "w.safetensors")
+    for k in weights:
+        np.testing.assert_array_equal(saved[k], moved[k])
+
+
+def test_a_step_needs_every_weights_initial_value() -> None:
+    with pytest.raises(qidao.ArgumentError, match=r"\['b1'\] have no initial value"):
+        w = _weights()
+        del w["b1"]
+        qidao.compile(
+            _mlp(),
+            grad=["w1", "b1", "w2"],
+            optimizer=qidao.optim.SGD(lr=0.1),
+            weights=w,
+        )
+    with pytest.raises(ValueError, match="grad is not given"):
+        qidao.compile(_mlp(), optimizer=qidao.optim.SGD(lr=0.1))
+    with pytest.raises(TypeError, match="optimizer must be qidao.optim.SGD"):
+        qidao.compile(_mlp(), grad=["w1"], optimizer=torch.optim.SGD)
