@@ -195,6 +195,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if "ladder" in args.workloads:  # the special workload: the schedule ladder
         return cmd_bench_ladder(args)
+    if args.workloads[:1] == ["train"]:  # training steps: qidao bench train [mlp ...]
+        return cmd_bench_train(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
     ]
@@ -248,6 +250,26 @@ def _plot_path(args: argparse.Namespace, default: str) -> Path | None:
         return None
     args.plot = args.plot or default
     return Path(args.plot)
+
+
+def cmd_bench_train(args: argparse.Namespace) -> int:
+    from qidao.tools.bench_train import format_table, run_train_bench
+    from qidao.tools.train_models import TRAIN_MODELS
+
+    if args.backends:
+        raise ValueError("'train' compares qidao with PyTorch eager: no --backends")
+    args.csv = args.csv or "bench-results/train.csv"
+    results = run_train_bench(
+        args.workloads[1:] or list(TRAIN_MODELS),
+        threads=args.threads,
+        min_time=args.min_time,
+        csv_path=Path(args.csv),
+        plot_path=_plot_path(args, "bench-results/train.png"),
+        tiny=args.tiny,
+    )
+    print(format_table(results))
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 1 if any(r.error for r in results) else 0
 
 
 def cmd_bench_ladder(args: argparse.Namespace) -> int:
@@ -389,7 +411,8 @@ def _add_bench(sub: Any) -> None:
         "workloads",
         nargs="*",
         help="built-in models (default: chain call16), or 'ladder': matmul N×N up "
-        "the schedule ladder (naive, split, reorder, vectorize, parallel, ...)",
+        "the schedule ladder (naive, split, reorder, vectorize, parallel, ...), or "
+        "'train [mlp cnn encoder]': one SGD training step against PyTorch eager",
     )
     p.add_argument(
         "--backends",
@@ -418,6 +441,9 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument(
         "--min-time", type=float, default=1.0, help="seconds of timing per run"
+    )
+    p.add_argument(
+        "--tiny", action="store_true", help="train: the small test configurations"
     )
     p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
     p.set_defaults(run=cmd_bench)

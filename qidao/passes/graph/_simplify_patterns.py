@@ -24,6 +24,7 @@ from qidao.dialects.tg import (
     ContiguousOp,
     Conv2dOp,
     DivOp,
+    MatmulOp,
     MulOp,
     PadOp,
     ReshapeOp,
@@ -209,6 +210,39 @@ class ContiguousOfRowMajor(RewritePattern):
             forward(op, op.input, rewriter)
 
 
+class ContiguousOfTransposedMatmul(RewritePattern):
+    """``contiguous(transpose(matmul(a, b)))`` with the last two dimensions swapped
+    ``-> matmul(transpose(b), transpose(a))``: (A B)^T = B^T A^T, the same products
+    summed over the same k in the same order, written row-major by the matmul
+    instead of copied by a transposing kernel. Only when the matmul and the
+    transpose have no other use (the gradient of ``x @ w.T`` ends so)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, ContiguousOp):
+            return
+        t = op.input.owner
+        if not isinstance(t, TransposeOp) or not t.result.has_one_use():
+            return
+        m = t.input.owner
+        rank = len(shape_of(t.result.type))
+        swap = (*range(rank - 2), rank - 1, rank - 2)
+        if (
+            not isinstance(m, MatmulOp)
+            or ints(t.perm) != swap
+            or not m.result.has_one_use()
+        ):
+            return
+        a, b = m.lhs, m.rhs
+        if len(shape_of(a.type)) != rank or len(shape_of(b.type)) != rank:
+            return  # a broadcast batch: the transposes would not line up
+        bt = TransposeOp(b, swap)
+        at = TransposeOp(a, swap)
+        new = MatmulOp(bt.result, at.result)
+        if new.result.type != op.result.type:
+            return
+        rewriter.replace(op, [bt, at, new], [new.result])
+
+
 class BroadcastToSameShape(RewritePattern):
     """``broadcast(x) -> x`` when the target shape is ``x``'s shape."""
 
@@ -282,6 +316,7 @@ PATTERNS: tuple[type[RewritePattern], ...] = (
     ViewOfView,
     IdentityReshape,
     ContiguousOfRowMajor,
+    ContiguousOfTransposedMatmul,
     BroadcastToSameShape,
     PadIntoConv,
 )

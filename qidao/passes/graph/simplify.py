@@ -6,6 +6,7 @@
     reshape(reshape(x)) -> reshape(x)   view(view(x)) -> view(x)
     reshape(x) -> x, view(x) -> x       when the type does not change
     contiguous(x) -> x                  when x is row-major
+    contiguous(transpose(matmul(a, b))) -> matmul(transpose(b), transpose(a))
     broadcast(x) -> x                   when the shape does not change
     conv2d(pad(x, +0.0 on H, W)) -> conv2d(x, the pad added to its padding)
 

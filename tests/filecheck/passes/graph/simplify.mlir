@@ -394,3 +394,36 @@ func.func @pad_of_strided(%x: tensor<1x4x4x8xf32>, %w: tensor<8x8x3x3xf32>) -> t
   %y = tg.conv2d %p, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
   func.return %y : tensor<1x8x4x4xf32>
 }
+
+// (A B)^T made row-major: the matmul of the transposes writes it directly (the
+// gradient of x @ w.T with respect to w ends so), no transposing copy.
+// CHECK-LABEL: func.func @transposed_matmul
+// CHECK-NEXT:    %[[BT:.*]] = tg.transpose %b perm = [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32, strided<[1, 5]>>
+// CHECK-NEXT:    %[[AT:.*]] = tg.transpose %a perm = [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32, strided<[1, 3]>>
+// CHECK-NEXT:    %[[M:.*]] = tg.matmul %[[BT]], %[[AT]] : (tensor<5x3xf32, strided<[1, 5]>>, tensor<3x4xf32, strided<[1, 3]>>) -> tensor<5x4xf32>
+// CHECK-NEXT:    func.return %[[M]] : tensor<5x4xf32>
+func.func @transposed_matmul(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<5x4xf32> {
+  %m = tg.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %t = tg.transpose %m perm = [1, 0] : tensor<4x5xf32> -> tensor<5x4xf32, strided<[1, 5]>>
+  %c = tg.contiguous %t : tensor<5x4xf32, strided<[1, 5]>> -> tensor<5x4xf32>
+  func.return %c : tensor<5x4xf32>
+}
+
+// Must not fire: the matmul has another use (it would be computed twice), or the
+// transpose is not of the last two dimensions.
+// CHECK-LABEL: func.func @transposed_matmul_kept
+// CHECK-NEXT:    %m = tg.matmul %a, %b
+// CHECK-NEXT:    %t = tg.transpose %m perm = [1, 0]
+// CHECK-NEXT:    %c = tg.contiguous %t
+// CHECK-NEXT:    %n = tg.matmul %x, %y
+// CHECK-NEXT:    %u = tg.transpose %n perm = [1, 0, 2]
+// CHECK-NEXT:    %d = tg.contiguous %u
+func.func @transposed_matmul_kept(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %x: tensor<2x4x3xf32>, %y: tensor<2x3x5xf32>) -> (tensor<5x4xf32>, tensor<4x5xf32>, tensor<4x2x5xf32>) {
+  %m = tg.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %t = tg.transpose %m perm = [1, 0] : tensor<4x5xf32> -> tensor<5x4xf32, strided<[1, 5]>>
+  %c = tg.contiguous %t : tensor<5x4xf32, strided<[1, 5]>> -> tensor<5x4xf32>
+  %n = tg.matmul %x, %y : (tensor<2x4x3xf32>, tensor<2x3x5xf32>) -> tensor<2x4x5xf32>
+  %u = tg.transpose %n perm = [1, 0, 2] : tensor<2x4x5xf32> -> tensor<4x2x5xf32, strided<[5, 20, 1]>>
+  %d = tg.contiguous %u : tensor<4x2x5xf32, strided<[5, 20, 1]>> -> tensor<4x2x5xf32>
+  func.return %c, %m, %d : tensor<5x4xf32>, tensor<4x5xf32>, tensor<4x2x5xf32>
+}

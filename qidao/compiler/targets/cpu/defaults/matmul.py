@@ -180,14 +180,16 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     if m is None or k is None or n is None:
         raise NotApplicable("the i, k, j loops have non-constant bounds")
     flops = 2 * m * n * k
-    if flops < MIN_FLOPS or n < WIDTH:
-        raise NotApplicable(f"{m}x{k}x{n} is too small to tile")
+    if flops < MIN_FLOPS or n < 4:
+        raise NotApplicable(f"{m}x{k}x{n} is too small to tile")  # N < 4: scalar
     rhs, rows_contiguous = _rhs(s, kernel)
     if m == 1 and n % WIDTH and rows_contiguous:
         return _schedule_gemv(s, kernel, k, n, threads)
     # 32-column panels; 16 when N is an odd multiple of 16, or ragged and under 32
     # (one full panel and a peeled last one)
     tile_j = WIDTH if n % TILE_J and (n % WIDTH == 0 or n < TILE_J) else TILE_J
+    if n < WIDTH:  # a narrow C (a classifier's 10 logits): one panel, 8 + 2 lanes
+        tile_j = n
     # up to ONE_TILE_ROWS rows in one tile: B is then read once
     tile_i = m if m <= ONE_TILE_ROWS else TILE_I
     rows, cols = m % tile_i, n % tile_j  # in the last tile, in the last panel
