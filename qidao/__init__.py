@@ -7,6 +7,7 @@ print(compiled.ir("affine"))           # tg, affine, scf, cf, llvm-dialect, llvm
 compiled.stats                         # kernels, buffers, peak_bytes, ...
 f = qidao.compile(model, grad=["w"])   # outputs, then d sum(output 0) / d w
 qidao.gradcheck(model, inputs, wrt=["w"])  # vs float64 central differences
+@qidao.custom_op("demo::swish", vjp=...)  # a user op: forward (and vjp) in tg ops
 except qidao.QidaoError                # every error qidao raises for a user
 
 ``qidao.compile`` and ``qidao.Compiled`` load the compiler on first use, so that a
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from qidao.compiler.gradcheck import gradcheck
     from qidao.compiler.pipeline import InternalCompilerError
     from qidao.compiler.schedule import ScheduleError
+    from qidao.frontend.custom import custom_op
 
 __all__ = [
     "ArgumentError",
@@ -49,6 +51,7 @@ __all__ = [
     "ScheduleError",
     "UnsupportedError",
     "compile",
+    "custom_op",
     "gradcheck",
 ]
 __version__ = "0.1.0"
@@ -56,6 +59,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Compiled": "qidao.compiler.compile",
     "compile": "qidao.compiler.compile",
+    "custom_op": "qidao.frontend.custom",
     "gradcheck": "qidao.compiler.gradcheck",
     "InternalCompilerError": "qidao.compiler.pipeline",
     "ScheduleError": "qidao.compiler.schedule",

@@ -7,8 +7,14 @@ buffers as graph inputs; the backend freezes them into constants, as
 ``qidao.compile(module)`` does, so eval-mode BatchNorm folds there too. Each call
 checks that those inputs are still the same tensors, unchanged (same object,
 storage and version counter, which an in-place update bumps); when one changed, the
-graph is compiled again with the new values, with a warning. The compiled code
-computes values only: it records no autograd history.
+graph is compiled again with the new values, with a warning.
+
+Training: when the graph needs gradients (grad mode is on and an input, such as a
+parameter, requires grad), nothing is frozen: the graph goes through AOTAutograd,
+as Inductor's does, and its forward and backward graphs are each compiled by qidao
+(``qidao/frontend/fx_training.py``), so ``loss.backward()`` and torch optimizers
+work as usual. ``options={"strict": True}`` then raises one error naming the
+unsupported ops of both graphs instead of running them in PyTorch.
 
 It sits beside ``onnx_backend.py``, above the compiler: the frontend
 (``qidao/frontend/fx_backend.py``) never imports the compiler.
@@ -23,6 +29,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.compile import compile
 
@@ -53,7 +60,34 @@ def qidao_backend(
             stacklevel=2,
         )
         return gm.forward  # type: ignore[no-any-return]
+    if needs_grad(example_inputs):
+        return trainable(gm, example_inputs, options)
     return FrozenGraph(gm, list(example_inputs), options)
+
+
+def needs_grad(example_inputs: Sequence[Any]) -> bool:
+    """Whether the graph is traced for training: grad mode on and an input that
+    requires grad (AOTAutograd's own test)."""
+    return torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
+    )
+
+
+def trainable(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[str, Any]
+) -> Callable[..., Any]:
+    """Dynamo's graph compiled for training: AOTAutograd's forward and backward
+    graphs, each compiled by ``qidao.compile`` with ``options`` (``strict`` aside,
+    which ``aot_compile`` checks on both graphs)."""
+    from qidao.frontend.fx_training import aot_compile
+
+    settings = dict(options)
+    strict = bool(settings.pop("strict", False))
+
+    def compile_graph(module: ModuleOp) -> Any:
+        return compile(module, **settings)
+
+    return aot_compile(gm, example_inputs, compile_graph, strict)
 
 
 _MODULE_STATE = re.compile(r"\._(parameters|buffers)\[")

@@ -86,6 +86,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
         "tg",
         (
             Step("autodiff", when="grad", options=("wrt=grad",)),
+            Step("expand-custom"),
             Step(
                 "apply-optimizer", when="optimizer", options=("wrt=grad", "optimizer")
             ),

@@ -56,6 +56,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects import tg
+from qidao.dialects.tg.custom import gradient_type
 from qidao.dialects.tg.domain import SOURCE_ATTR, has_runtime_domain
 from qidao.dialects.tg.types import (
     dtype_name,
@@ -65,6 +66,7 @@ from qidao.dialects.tg.types import (
     shape_of,
     tensor_type,
 )
+from qidao.frontend.custom import CustomOpDef, lookup, registered_names
 from qidao.frontend.errors import GraphError
 from qidao.frontend.limits import check_tensor
 
@@ -710,6 +712,132 @@ class Graph:
             x,
             *params,
         )
+
+    # ---- custom ops (qidao.custom_op, frontend/custom.py) -------------------------
+
+    def custom(self, name: str, *inputs: TensorLike) -> Value:
+        """The registered single-result custom op ``name`` on ``inputs``
+        (``custom_results`` for one with several): see ``custom_results``."""
+        return self._custom(name, inputs, single=True)[0]
+
+    def custom_results(self, name: str, *inputs: TensorLike) -> tuple[Value, ...]:
+        """The registered custom op ``name`` on ``inputs``, its results in a tuple:
+        one ``tg.custom`` whose ``body`` is the op's forward and whose ``grad`` is
+        its vjp (empty without one), each built with this builder on fresh block
+        arguments. The output types are what the forward builds (row-major: a
+        strided result is copied); an ``infer`` rule is checked against them."""
+        return self._custom(name, inputs, single=False)
+
+    def _custom(
+        self, name: str, inputs: Sequence[TensorLike], single: bool
+    ) -> tuple[Value, ...]:
+        definition = lookup(name)
+        if definition is None:
+            known = ", ".join(sorted(registered_names())) or "none"
+            raise GraphError(
+                f"custom op '{name}' is not registered (qidao.custom_op); the "
+                f"registered ones are: {known}"
+            )
+        like = next((v for v in inputs if isinstance(v, Value)), None)
+        xs = [self._tensor(v, like) for v in inputs]
+        in_types = [x.type for x in xs]
+        body, outs = self._custom_region(
+            definition, definition.forward, in_types, ["x"] * len(xs)
+        )
+        if single and len(outs) != 1:
+            raise GraphError(
+                f"custom op '{name}' has {len(outs)} results: build it with "
+                "custom_results"
+            )
+        out_types = [o.type for o in outs]
+        self._check_custom_infer(definition, xs, outs)
+        grad = None
+        if definition.vjp is not None:
+            grad, _ = self._custom_region(
+                definition,
+                definition.vjp,
+                [*in_types, *out_types, *(gradient_type(t) for t in out_types)],
+                ["x"] * len(xs) + ["y"] * len(outs) + ["dy"] * len(outs),
+                gradients_of=len(xs),
+            )
+        op = tg.CustomOp(name, [x.ssa for x in xs], out_types, body, grad)
+        self._emit(f"custom op '{name}'", lambda: op, *xs)
+        return tuple(Value(self, r) for r in op.results)
+
+    def _custom_region(
+        self,
+        definition: CustomOpDef,
+        fn: Callable[..., Any],
+        arg_types: Sequence[Attribute],
+        arg_names: Sequence[str],
+        gradients_of: int | None = None,
+    ) -> tuple[Region, list[Value]]:
+        """A region of a ``tg.custom``: ``fn`` (the forward, or with
+        ``gradients_of`` the vjp) built in a graph of its own on block arguments
+        of ``arg_types``, ending in ``tg.custom_yield`` of what it returns. The
+        vjp returns one gradient for each of the first ``gradients_of`` arguments
+        (the inputs), of its shape and dtype; None is a zero gradient."""
+        role = "forward" if gradients_of is None else "vjp"
+        where = f"custom op '{definition.name}': the {role}"
+        sub = Graph(f"{definition.name} {role}")
+        sub._source = self._source
+        sub._block = Block(arg_types=list(arg_types))
+        args = []
+        for arg, hint in zip(sub._block.args, arg_names, strict=True):
+            arg.name_hint = hint
+            args.append(Value(sub, arg))
+        try:
+            answer = fn(sub, *args)
+        except GraphError as e:
+            raise GraphError(f"{where}: {e}") from None
+        items = list(answer) if isinstance(answer, list | tuple) else [answer]
+        if gradients_of is None and not items:
+            raise GraphError(f"{where} returns no value")
+        if gradients_of is not None and len(items) != gradients_of:
+            raise GraphError(
+                f"{where} returns {len(items)} gradient(s), but the op has "
+                f"{gradients_of} input(s): one gradient (or None) per input"
+            )
+        values: list[Value] = []
+        for k, item in enumerate(items):
+            if item is None and gradients_of is not None:
+                zero = np.zeros(args[k].shape, args[k].dtype)
+                item = sub.constant(zero, dtype=args[k].dtype)
+            if not isinstance(item, Value):
+                raise GraphError(
+                    f"{where} must return builder Values, result #{k} is "
+                    f"{type(item).__name__}"
+                )
+            sub._own(item, f"{where} result #{k}")
+            if gradients_of is not None and (item.shape, item.dtype) != (
+                args[k].shape,
+                args[k].dtype,
+            ):
+                raise GraphError(
+                    f"{where}'s gradient #{k} is {fmt_shape(item.shape)} "
+                    f"{item.dtype}, but input #{k} is {fmt_shape(args[k].shape)} "
+                    f"{args[k].dtype}"
+                )
+            if not is_row_major(item.type):
+                item = sub.contiguous(item)
+            values.append(item)
+        sub._block.add_op(tg.CustomYieldOp(*(v.ssa for v in values)))
+        return Region(sub._block), values
+
+    def _check_custom_infer(
+        self, definition: CustomOpDef, xs: Sequence[Value], outs: Sequence[Value]
+    ) -> None:
+        """The op's ``infer`` rule, if it has one, agrees with its forward."""
+        try:
+            inferred = definition.inferred([(x.shape, x.dtype) for x in xs])
+        except TypeError as e:
+            raise GraphError(str(e)) from None
+        built = [(o.shape, o.dtype) for o in outs]
+        if inferred is not None and inferred != built:
+            raise GraphError(
+                f"custom op '{definition.name}': infer gives {inferred} but the "
+                f"forward builds {built}"
+            )
 
     # ---- internals --------------------------------------------------------------
 

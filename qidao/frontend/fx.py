@@ -14,7 +14,8 @@ The steps:
    placeholders that ``capture`` pairs with their tensors.
 2. ``node_support`` says, for each node, why it cannot be converted (no converter
    in ``fx_ops.CONVERTERS``, a converter's ``check`` refusing this use, a dtype
-   other than float32), or None. ``unsupported_ops`` gathers every refusal.
+   its converter's rule does not allow: float32 unless it declares another of
+   ``fx_ops.DTYPE_RULES``), or None. ``unsupported_ops`` gathers every refusal.
 3. ``FxConverter`` walks a graph in order and builds tg ops through the ``Graph``
    builder: parameters and buffers become ``tg.constant`` (so ``fold-constants``
    folds eval-mode BatchNorm into the convolution before it), user inputs become
@@ -23,8 +24,10 @@ The steps:
    subgraphs (PyTorch's ``CapabilityBasedPartitioner``); ``fx_backend`` compiles each
    subgraph with qidao and runs the rest in PyTorch.
 
-The converter table lives in ``fx_ops.py``; ``fx_backend.py`` runs the result on
-torch tensors and is the ``torch.compile`` backend.
+The converter table lives in ``fx_ops.py`` (and ``fx_grad_ops.py``, the ops that
+backward graphs bring); ``fx_backend.py`` runs the result on torch tensors;
+``fx_training.py`` compiles AOTAutograd's forward and backward graphs for
+``torch.compile`` training.
 """
 
 from __future__ import annotations
@@ -44,9 +47,11 @@ from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.errors import UnsupportedError
+from qidao.frontend import fx_grad_ops  # noqa: F401  (registers its converters)
 from qidao.frontend.builder import Value
 from qidao.frontend.errors import FrontendError, GraphError
-from qidao.frontend.fx_ops import CONVERTERS, FxValues, op_name
+from qidao.frontend.fx_custom import converter_for  # torch.library ops
+from qidao.frontend.fx_ops import CONVERTERS, DTYPE_RULES, FxValues, op_name
 
 SUPPORTED_OPS: tuple[str, ...] = tuple(sorted({op_name(t) for t in CONVERTERS}))
 """The ATen operators the converter table has a converter for (some only for some
@@ -171,7 +176,7 @@ def _vals(value: Any) -> list[Any]:
 
 def node_support(node: torch.fx.Node) -> str | None:
     """Why ``node`` (a ``call_function``) cannot be converted, or None."""
-    entry = CONVERTERS.get(node.target)
+    entry = CONVERTERS.get(node.target) or converter_for(node.target)
     if entry is None:
         return "no converter"
     if entry.check is not None:
@@ -184,11 +189,13 @@ def node_support(node: torch.fx.Node) -> str | None:
     index_nodes: set[torch.fx.Node] = set()  # Converter.index_args: int32/int64
     for k in entry.index_args:
         torch.fx.node.map_arg(node.args[k : k + 1], index_nodes.add)
+    dtypes: list[torch.dtype] = []  # of the other inputs, in order
     for arg in inputs:
-        allowed = _INDEX_DTYPES if arg in index_nodes else (torch.float32,)
         for t in _vals(arg.meta["val"]):
-            if t.dtype not in allowed:
-                return f"an input is {t.dtype} (only float32 is computed)"
+            if arg not in index_nodes:
+                dtypes.append(t.dtype)
+            elif t.dtype not in _INDEX_DTYPES:
+                return f"an index is {t.dtype} (int32 or int64 expected)"
     value = node.meta.get("val")
     if isinstance(value, tuple | list):  # a multi-result op: only what is read counts
         for user in node.users:
@@ -197,16 +204,54 @@ def node_support(node: torch.fx.Node) -> str | None:
             item = user.meta.get("val")
             if not isinstance(item, torch.Tensor) or item.dtype != torch.float32:
                 return "a result other than a float32 tensor is read"
+        results: list[torch.dtype] = []
     else:
-        for t in _vals(value):
-            if t.dtype != torch.float32:
-                return f"the result is {t.dtype} (only float32 is computed)"
+        results = [t.dtype for t in _vals(value)]
+    refusal = _dtype_refusal(entry.dtypes, dtypes, results)
+    if refusal is not None:
+        return refusal
     if node.target is operator.getitem:
         source = node.args[0]
         if not isinstance(source, torch.fx.Node) or source.op != "call_function":
             return "getitem of a graph input"
         if node_support(source) is not None:
             return "getitem of an unsupported op"
+    return None
+
+
+_NUMBERS = (torch.float32, torch.int32, torch.int64)
+"""The dtypes of the ``"same"`` and ``"compare"`` rules (``fx_ops.DTYPE_RULES``)."""
+
+
+def _dtype_refusal(
+    rule: str, inputs: Sequence[torch.dtype], results: Sequence[torch.dtype]
+) -> str | None:
+    """Why tensors of these dtypes break the converter's ``rule`` (one of
+    ``fx_ops.DTYPE_RULES``), or None."""
+    why = DTYPE_RULES[rule]
+    if rule == "float32":
+        why = "only float32 is computed"
+        wanted_in, wanted_out = [torch.float32] * len(inputs), [torch.float32]
+    elif rule == "same":
+        one = (inputs or results or [torch.float32])[0]
+        one = one if one in _NUMBERS else torch.float32
+        wanted_in, wanted_out = [one] * len(inputs), [one]
+    elif rule == "compare":
+        one = (inputs or [torch.float32])[0]
+        one = one if one in _NUMBERS else torch.float32
+        wanted_in, wanted_out = [one] * len(inputs), [torch.bool]
+    elif rule == "select":
+        wanted_in = [torch.bool] + [torch.float32] * (len(inputs) - 1)
+        wanted_out = [torch.float32]
+    else:
+        assert rule == "bool", rule
+        wanted_in, wanted_out = [torch.bool] * len(inputs), [torch.bool]
+    for dtype, wanted in zip(inputs, wanted_in, strict=True):
+        if dtype != wanted:
+            return f"an input is {dtype} ({why})"
+    for dtype in results:
+        if dtype not in wanted_out:
+            return f"the result is {dtype} ({why})"
     return None
 
 
@@ -285,7 +330,7 @@ class FxConverter(FxValues):
             return None
         if node.op != "call_function":
             raise GraphError(f"{node.op} nodes are not supported")
-        entry = CONVERTERS.get(node.target)
+        entry = CONVERTERS.get(node.target) or converter_for(node.target)
         if entry is None:
             raise GraphError("no converter")
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])

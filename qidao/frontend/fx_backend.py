@@ -22,7 +22,7 @@ computes values only: it records no autograd history.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,7 +93,7 @@ _NUMPY_DTYPES = (
 """The torch dtypes whose tensors convert to NumPy arrays (``Tensor.numpy()``)."""
 
 
-class _QidaoPart(torch.nn.Module):
+class QidaoPart(torch.nn.Module):
     """A fused subgraph compiled with qidao, called from the PyTorch graph."""
 
     def __init__(
@@ -200,7 +200,7 @@ def compile_torch(
         node = next(n for n in gm.graph.nodes if n.target == name)
         sub = getattr(gm, name)
         assert isinstance(sub, torch.fx.GraphModule)
-        part = _compile_part(sub, node, captured, compile_fn)
+        part = compile_part(sub, node, captured.constants, compile_fn)
         parts.append(part.compiled)
         setattr(gm, name, part)
     gm.recompile()
@@ -214,24 +214,25 @@ def compile_torch(
     return TorchCompiled(captured, None, parts, missing)
 
 
-def _compile_part(
+def compile_part(
     sub: torch.fx.GraphModule,
     call: torch.fx.Node,
-    captured: Captured,
+    outer_constants: Mapping[str, torch.Tensor],
     compile_fn: CompileFn,
-) -> _QidaoPart:
-    """Compile one fused subgraph; its placeholders fed by parameters are constants."""
+) -> QidaoPart:
+    """Compile one fused subgraph; its placeholders fed by parameters (the outer
+    graph's placeholders named in ``outer_constants``) are constants."""
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     constants: dict[str, torch.Tensor] = {}
     runtime: list[int] = []
     for k, (ph, outer) in enumerate(zip(placeholders, call.args, strict=True)):
         outer_name = outer.name if isinstance(outer, torch.fx.Node) else None
-        if outer_name is not None and outer_name in captured.constants:
-            constants[ph.name] = captured.constants[outer_name]
+        if outer_name is not None and outer_name in outer_constants:
+            constants[ph.name] = outer_constants[outer_name]
         else:
             runtime.append(k)
     module = FxConverter().convert(sub.graph, constants)
     output = next(n for n in sub.graph.nodes if n.op == "output")
     single = not isinstance(output.args[0], tuple | list)
     names = [placeholders[k].name for k in runtime]
-    return _QidaoPart(compile_fn(module), runtime, names, single)
+    return QidaoPart(compile_fn(module), runtime, names, single)

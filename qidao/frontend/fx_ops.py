@@ -20,6 +20,11 @@ slicing, ``select``, ``narrow`` and ``split``/``chunk``/``unbind`` become
 (their index arguments, named by ``index_args``, are the only inputs that need not be
 float32); ``max`` with indices stays unsupported (it falls back to PyTorch, or strict
 mode lists it).
+
+Only float32 is computed, unless a converter declares another rule with
+``dtypes=`` (``DTYPE_RULES``): ``add`` also adds integers (BatchNorm's
+``num_batches_tracked``), comparisons make bool tensors, ``where`` takes one.
+``fx_grad_ops.py`` holds the converters of the ops backward graphs bring.
 """
 
 from __future__ import annotations
@@ -90,6 +95,20 @@ class Converter:
     index_args: tuple[int, ...] = ()
     """Positions of the node's arguments that are integer index tensors (int32 or
     int64, or lists of them): the only inputs that need not be float32."""
+    dtypes: str = "float32"
+    """Which dtypes the other tensors (inputs and results) may have, one of
+    ``DTYPE_RULES``; ``qidao.frontend.fx.node_support`` checks it."""
+
+
+DTYPE_RULES: dict[str, str] = {
+    "float32": "every tensor is float32",
+    "same": "every tensor has one dtype: float32, int32 or int64",
+    "compare": "the inputs have one dtype (float32, int32 or int64); the result: bool",
+    "select": "the condition is bool, the other tensors float32",
+    "bool": "every tensor is bool",
+}
+"""The dtype rules a ``Converter`` may declare (``dtypes=``): name -> what it
+allows. Only float32 is computed unless a converter says otherwise."""
 
 
 CONVERTERS: dict[Any, Converter] = {}
@@ -97,15 +116,19 @@ CONVERTERS: dict[Any, Converter] = {}
 
 
 def converter(
-    *targets: Any, check: Check | None = None, index_args: tuple[int, ...] = ()
+    *targets: Any,
+    check: Check | None = None,
+    index_args: tuple[int, ...] = (),
+    dtypes: str = "float32",
 ) -> Callable[[Fn], Fn]:
     """Register a function as the converter of ATen overloads ``targets``;
-    ``index_args``: see ``Converter``."""
+    ``index_args`` and ``dtypes``: see ``Converter``."""
+    assert dtypes in DTYPE_RULES, f"unknown dtype rule {dtypes!r}"
 
     def register(fn: Fn) -> Fn:
         for target in targets:
             assert target not in CONVERTERS, f"two converters for {target}"
-            CONVERTERS[target] = Converter(fn, check, index_args)
+            CONVERTERS[target] = Converter(fn, check, index_args, dtypes)
         return fn
 
     return register
@@ -123,14 +146,14 @@ def op_name(target: Any) -> str:
 # ---- helpers ----------------------------------------------------------------
 
 
-def _ints(value: int | Sequence[int], n: int = 2) -> tuple[int, ...]:
+def int_list(value: int | Sequence[int], n: int = 2) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,) * n
     values = tuple(int(v) for v in value)
     return values * n if len(values) == 1 else values
 
 
-def _axes(dims: int | Sequence[int] | None, rank: int) -> tuple[int, ...]:
+def axis_list(dims: int | Sequence[int] | None, rank: int) -> tuple[int, ...]:
     """Dimensions as non-negative axes; None or [] means all of them."""
     if dims is None:
         return tuple(range(rank))
@@ -163,7 +186,7 @@ def _is_float(value: Any) -> bool:
 # ---- elementwise ------------------------------------------------------------
 
 
-@converter(aten.add.Tensor, aten.add.Scalar)
+@converter(aten.add.Tensor, aten.add.Scalar, dtypes="same")
 def _add(cv: FxValues, x: Arg, y: Arg, alpha: float = 1) -> Value:
     return cv.g.add(cv.operand(x), cv.operand(y) if alpha == 1 else cv.scaled(y, alpha))
 
@@ -436,7 +459,7 @@ def _check_conv(*args: Any, **kwargs: Any) -> str | None:
     if not isinstance(stride, int) and len(stride) != 2:
         return f"only 2-D convolution is supported (stride {list(stride)})"
     padding = args[4] if len(args) > 4 else kwargs.get("padding", 0)
-    if padding == "same" and _ints(stride) != (1, 1):
+    if padding == "same" and int_list(stride) != (1, 1):
         return "padding='same' with a stride is not supported"
     return None
 
@@ -453,7 +476,7 @@ def _conv2d(
     groups: int = 1,
 ) -> Value:
     w = cv.tensor(weight)
-    d = _ints(dilation)
+    d = int_list(dilation)
     if padding == "valid":
         pads: tuple[int, ...] = (0, 0, 0, 0)
     elif padding == "same":
@@ -462,13 +485,13 @@ def _conv2d(
         pads = (*pads, total[1] - total[1] // 2)
     else:
         assert not isinstance(padding, str)
-        ph, pw = _ints(padding)
+        ph, pw = int_list(padding)
         pads = (ph, pw, ph, pw)
     return cv.g.conv2d(
         cv.tensor(x),
         w,
         None if bias is None else cv.tensor(bias),
-        strides=_ints(stride),
+        strides=int_list(stride),
         padding=pads,
         dilation=d,
         groups=groups,
@@ -642,9 +665,9 @@ def _max_pool2d(
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
 ) -> Value:
-    k = _ints(kernel_size)
-    s = _ints(stride) if stride else k
-    return cv.g.max_pool2d(cv.tensor(x), k, s, _ints(padding), _ints(dilation))
+    k = int_list(kernel_size)
+    s = int_list(stride) if stride else k
+    return cv.g.max_pool2d(cv.tensor(x), k, s, int_list(padding), int_list(dilation))
 
 
 @converter(aten.max_pool2d_with_indices.default, check=_check_max_pool)
@@ -670,16 +693,16 @@ def _avg_pool2d(
     count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> Value:
-    k = _ints(kernel_size)
-    s = _ints(stride) if stride else k
-    return cv.g.avg_pool2d(cv.tensor(x), k, s, _ints(padding), count_include_pad)
+    k = int_list(kernel_size)
+    s = int_list(stride) if stride else k
+    return cv.g.avg_pool2d(cv.tensor(x), k, s, int_list(padding), count_include_pad)
 
 
 @converter(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
 def _adaptive_avg_pool2d(cv: FxValues, x: Arg, output_size: Sequence[int]) -> Value:
     """A mean over H and W for 1x1; an even split of H and W into windows otherwise."""
     v = cv.tensor(x)
-    out = _ints(output_size)
+    out = int_list(output_size)
     h, w = v.shape[-2:]
     if out == (1, 1):
         return cv.g.reduce_mean(v, (v.rank - 2, v.rank - 1), keepdims=True)
@@ -705,7 +728,7 @@ def _mean(
     cv: FxValues, x: Arg, dim: Sequence[int] | None = None, keepdim: bool = False
 ) -> Value:
     v = cv.tensor(x)
-    return cv.g.reduce_mean(v, _axes(dim, v.rank), keepdims=keepdim)
+    return cv.g.reduce_mean(v, axis_list(dim, v.rank), keepdims=keepdim)
 
 
 @converter(aten.sum.dim_IntList, aten.sum.default, check=_check_reduce_dtype)
@@ -713,7 +736,7 @@ def _sum(
     cv: FxValues, x: Arg, dim: Sequence[int] | None = None, keepdim: bool = False
 ) -> Value:
     v = cv.tensor(x)
-    return cv.g.reduce_sum(v, _axes(dim, v.rank), keepdims=keepdim)
+    return cv.g.reduce_sum(v, axis_list(dim, v.rank), keepdims=keepdim)
 
 
 @converter(aten.amax.default, aten.max.default)
@@ -721,7 +744,7 @@ def _amax(
     cv: FxValues, x: Arg, dim: Sequence[int] = (), keepdim: bool = False
 ) -> Value:
     v = cv.tensor(x)
-    return cv.g.reduce_max(v, _axes(dim, v.rank), keepdims=keepdim)
+    return cv.g.reduce_max(v, axis_list(dim, v.rank), keepdims=keepdim)
 
 
 @converter(aten.var.correction, aten.var.dim)
@@ -735,7 +758,7 @@ def _var(
 ) -> Value:
     """sum((x - mean)²) / (N - correction); ``var.dim`` passes ``unbiased``."""
     v = cv.tensor(x)
-    axes = _axes(dim, v.rank)
+    axes = axis_list(dim, v.rank)
     if correction is None:
         correction = 0 if unbiased is False else 1
     n = math.prod(v.shape[a] for a in axes)
@@ -775,7 +798,7 @@ def _unsqueeze(cv: FxValues, x: Arg, dim: int) -> Value:
 @converter(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
 def _squeeze(cv: FxValues, x: Arg, dim: int | Sequence[int] | None = None) -> Value:
     v = cv.tensor(x)
-    axes = set(_axes(dim, v.rank)) if v.rank else set()
+    axes = set(axis_list(dim, v.rank)) if v.rank else set()
     return _reshape(
         cv, v, [d for k, d in enumerate(v.shape) if not (k in axes and d == 1)]
     )

@@ -3,7 +3,8 @@
 ==============  ==========================================================================
 folder          the passes
 ==============  ==========================================================================
-``graph/``      tg -> tg: insert-checks, fold-constants, simplify, layout, select-conv-algo,
+``graph/``      tg -> tg: autodiff, expand-custom, apply-optimizer, widen-floats,
+                insert-checks, fold-constants, simplify, layout, select-conv-algo,
                 materialize-padding, fuse, collapse-matmul-batch
 ``kernels/``    tg -> kernels over memrefs: convert-tg-to-affine (one lowering per op
                 family in ``kernels/lowering/``), plan-memory

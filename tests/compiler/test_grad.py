@@ -99,7 +99,7 @@ def test_initializers_named_in_grad_are_held_not_folded(tmp_path: object) -> Non
     model, w, b = _onnx_linear()
     f = qidao.compile(model, grad=["W", "B"])
     x = RNG.standard_normal((2, 3)).astype(np.float32)
-    y, d_w, d_b = f(x)  # the weights are not arguments
+    _, d_w, d_b = f(x)  # the weights are not arguments
     xt = torch.tensor(x)
     wt, bt = (torch.tensor(a, requires_grad=True) for a in (w, b))
     torch.relu(xt @ wt + bt).sum().backward()

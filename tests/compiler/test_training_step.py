@@ -114,5 +114,5 @@ def test_a_step_needs_every_weights_initial_value() -> None:
         )
     with pytest.raises(ValueError, match="grad is not given"):
         qidao.compile(_mlp(), optimizer=qidao.optim.SGD(lr=0.1))
-    with pytest.raises(TypeError, match="optimizer must be qidao.optim.SGD"):
+    with pytest.raises(TypeError, match=r"optimizer must be qidao\.optim\.SGD"):
         qidao.compile(_mlp(), grad=["w1"], optimizer=torch.optim.SGD)

@@ -28,6 +28,7 @@ from qidao.dialects.tg.compare import (
     SelectOp,
 )
 from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.custom import CustomOp, CustomYieldOp
 from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
     BINARY_OPS,
@@ -114,6 +115,8 @@ TG = Dialect(
         ContiguousOp,
         Conv2dOp,
         CosOp,
+        CustomOp,
+        CustomYieldOp,
         DivOp,
         EqualOp,
         ErfOp,
@@ -182,6 +185,8 @@ __all__ = [
     "ContiguousOp",
     "Conv2dOp",
     "CosOp",
+    "CustomOp",
+    "CustomYieldOp",
     "DivOp",
     "ElementwiseOp",
     "EqualOp",

@@ -51,6 +51,7 @@ from qidao.dialects.tg.compare import (
     SelectOp,
 )
 from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.custom import CustomOp, CustomYieldOp
 from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
     AbsOp,
@@ -538,6 +539,14 @@ def _fused(op: Operation, xs: list[Array]) -> list[Array]:
     return _run_block(block.ops, env, YieldOp)
 
 
+def _custom(op: Operation, xs: list[Array]) -> list[Array]:
+    """A ``tg.custom`` is its body (the forward), run op by op."""
+    assert isinstance(op, CustomOp)
+    block = op.body.block
+    env: dict[SSAValue, Array] = dict(zip(block.args, xs, strict=True))
+    return _run_block(block.ops, env, CustomYieldOp)
+
+
 _EVALUATORS: dict[type[Operation], Evaluator] = {
     ConstantOp: _constant,
     **{cls: _binary for cls in _BINARY},
@@ -565,16 +574,21 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     AvgPool2dOp: _avg_pool2d,
     BatchNormOp: _batch_norm,
     FusedOp: _fused,
+    CustomOp: _custom,
     WinogradInputOp: _winograd_input,
     WinogradOutputOp: _winograd_output,
 }
 
 
 def has_reference(op: Operation) -> bool:
-    """True when ``evaluate`` knows ``op`` (for a ``tg.fused``: every op of its body)."""
+    """True when ``evaluate`` knows ``op`` (for a ``tg.fused`` or a
+    ``tg.custom``: every op of its body)."""
     if type(op) not in _EVALUATORS:
         return False
     if isinstance(op, FusedOp):
         body = [o for o in op.body.block.ops if not isinstance(o, YieldOp)]
         return all(has_reference(o) for o in body)
+    if isinstance(op, CustomOp):
+        forward = [o for o in op.body.block.ops if not isinstance(o, CustomYieldOp)]
+        return all(has_reference(o) for o in forward)
     return True

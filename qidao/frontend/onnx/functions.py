@@ -259,6 +259,8 @@ def check_supported(proto: Any, supported: Collection[str]) -> None:
         label = node_label(node, index)
         if node.domain not in DEFAULT_DOMAINS:
             op_type = f"{node.domain}::{op_type}"
+            if op_type in supported:  # a custom op (qidao.custom_op)
+                continue
         elif op_type in supported:
             continue
         elif is_function_op(op_type, opset):

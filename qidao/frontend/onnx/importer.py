@@ -25,7 +25,13 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qidao.errors import ResourceError
 from qidao.frontend.builder import Graph, Value
-from qidao.frontend.errors import ConstantRequiredError, GraphError, OnnxImportError
+from qidao.frontend.custom import lookup, registered_names
+from qidao.frontend.errors import (
+    ConstantRequiredError,
+    GraphError,
+    OnnxImportError,
+    UnsupportedOpsError,
+)
 from qidao.frontend.limits import ENV
 from qidao.frontend.onnx import functions
 from qidao.frontend.onnx.load import (
@@ -35,6 +41,7 @@ from qidao.frontend.onnx.load import (
     infer_shapes,
     input_shape,
     load_model,
+    node_label,
     static_shape,
     with_input_shapes,
 )
@@ -94,7 +101,7 @@ def import_onnx(
     # constant-only ops pass this scan: which inputs fold is known only during the walk;
     # an op without either passes when its function body does (functions.py)
     supported = CONVERTERS.keys() | FOLDERS.keys()
-    functions.check_supported(proto, supported)
+    functions.check_supported(proto, supported | registered_names())  # + custom ops
     proto = functions.with_default_attributes(proto, supported)
     proto = with_constants(proto, constants or {})
     proto = with_input_shapes(proto, input_shapes or {})
@@ -194,7 +201,12 @@ class Importer:
             self._convert(node)
 
     def _convert(self, node: Node) -> None:
-        if node.op_type not in CONVERTERS and node.op_type not in FOLDERS:
+        custom = node.proto.domain not in functions.DEFAULT_DOMAINS
+        if (
+            not custom
+            and node.op_type not in CONVERTERS
+            and node.op_type not in FOLDERS
+        ):
             # an op ONNX defines as a function of other ops: convert its body
             supported = CONVERTERS.keys() | FOLDERS.keys()
             functions.expand(
@@ -232,7 +244,10 @@ class Importer:
 
     def _evaluate(self, node: Node) -> list[Value | Array]:
         """The node's folder if it has one and all its inputs are constants, else its
-        converter; a constant-only op with a runtime input is an error."""
+        converter; a constant-only op with a runtime input is an error. A node of
+        another domain is a custom op (``qidao.custom_op``)."""
+        if node.proto.domain not in functions.DEFAULT_DOMAINS:
+            return self._custom(node)
         fold = FOLDERS.get(node.op_type)
         if fold is not None:
             args = self._constant_args(node)
@@ -254,6 +269,20 @@ class Importer:
                 runtime,
             )
         return convert(self, node)
+
+    def _custom(self, node: Node) -> list[Value | Array]:
+        """A node of domain ``d`` and op type ``t``: the custom op ``d::t``, one
+        ``tg.custom`` (every input a tensor, no attributes)."""
+        name = f"{node.proto.domain}::{node.op_type}"
+        if lookup(name) is None:
+            raise UnsupportedOpsError({name: [node_label(node.proto, node.index)]})
+        if node.attrs:
+            raise node.error(
+                f"the custom op '{name}' takes no attributes, the node has "
+                f"{sorted(node.attrs)}"
+            )
+        inputs = [self.input(node, k) for k in range(len(node.inputs))]
+        return list(self.graph.custom_results(name, *inputs))
 
     def _constant_args(self, node: Node) -> list[Array | None] | None:
         """The node's inputs as arrays (None for omitted optional inputs), or None

@@ -121,6 +121,11 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
     emit = _RecordingEmit(ret)
     grads: dict[SSAValue, SSAValue] = {loss: emit.full(shape_of(loss.type), 1.0, loss)}
     for o in reversed(needed):
+        if len(o.results) > 1 and any(grads.get(r) is not None for r in o.results):
+            raise AutodiffError(
+                f"{where}: {_label(o)} has {len(o.results)} results; gradients flow "
+                "through single-result ops only (a vjp rule takes one result's)"
+            )
         g = grads.get(o.results[0])
         if g is None:
             continue
@@ -157,6 +162,12 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
     fn.attributes["qd.output_names"] = ArrayAttr(
         [StringAttr(n) for n in [*outputs, *(f"grad_{n}" for n in wrt)]]
     )
+
+
+def _label(op: Operation) -> str:
+    """``tg.custom 'demo::swish'`` for a custom op, else the op's name."""
+    label = getattr(op, "label", None)
+    return label if isinstance(label, str) else op.name
 
 
 def _needed_ops(

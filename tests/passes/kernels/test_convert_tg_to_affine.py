@@ -275,7 +275,13 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
 }
 
 # ops that have no case of their own: tg.yield only appears inside tg.fused
-COVERED_ELSEWHERE = {"tg.yield"}
+COVERED_ELSEWHERE = {
+    "tg.yield",
+    # expand-custom replaces a custom op by its body before lowering; the lowering
+    # refuses one that is left (test_a_custom_op_is_expanded_first)
+    "tg.custom",
+    "tg.custom_yield",
+}
 
 ALLOWED_IN_KERNELS = (
     affine.ForOp,
@@ -509,3 +515,19 @@ def test_fused_outputs_of_different_shapes_are_rejected() -> None:
 }""",
         "different shapes",
     )
+
+
+def test_a_custom_op_is_expanded_first() -> None:
+    text = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = tg.custom "demo::neg" %x : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %n = tg.neg %a : tensor<4xf32> -> tensor<4xf32>
+    tg.custom_yield %n : tensor<4xf32>
+  } grad {
+  }
+  func.return %y : tensor<4xf32>
+}
+"""
+    with pytest.raises(TgLoweringError, match="the expand-custom pass replaces it"):
+        ConvertTgToAffinePass().apply(Context(), parse(text))

@@ -22,9 +22,13 @@ op                     gradient where the derivative is not defined
 from __future__ import annotations
 
 from qidao.dialects.tg.grad import (  # noqa: F401  (each module registers its rules)
+    conv,
+    custom,
     elementwise,
     layout,
     linalg,
+    norm,
+    pool,
     reduce,
 )
 from qidao.dialects.tg.grad.emit import Emit

@@ -265,3 +265,31 @@ class Emit:
 
     def gather(self, a: SSAValue, axis: int, indices: Sequence[int]) -> SSAValue:
         return self.op(GatherOp(a, axis, indices))
+
+    # --- windows (conv2d and pool rules) ------------------------------------------
+
+    def permute(self, a: SSAValue, perm: Sequence[int]) -> SSAValue:
+        """``transpose(a, perm)``, as a reshape when only unit dimensions move
+        (the row-major order of the elements is then unchanged)."""
+        dims = shape(a)
+        kept = [p for p in perm if dims[p] != 1]
+        if kept == sorted(kept):
+            return self.reshape(a, [dims[p] for p in perm])
+        return self.transpose(a, perm)
+
+    def dilate(self, a: SSAValue, steps: Sequence[int]) -> SSAValue:
+        """Each entry of the last ``len(steps)`` dimensions followed by ``step - 1``
+        zeros (the last one too): ``[..., H, W]`` becomes ``[..., H sh, W sw]``
+        with ``a[..., i, j]`` at ``[..., i sh, j sw]``. As reshape (a unit
+        dimension after each), pad that to ``step``, reshape back."""
+        if all(s == 1 for s in steps):
+            return a
+        dims = shape(a)
+        lead = list(dims[: len(dims) - len(steps)])
+        tail = dims[len(lead) :]
+        split = [*lead, *(x for d in tail for x in (d, 1))]
+        high = [0] * len(lead) + [x for s in steps for x in (0, s - 1)]
+        padded = self.pad(self.reshape(a, split), [0] * len(split), high)
+        return self.reshape(
+            padded, [*lead, *(d * s for d, s in zip(tail, steps, strict=True))]
+        )

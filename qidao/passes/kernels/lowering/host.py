@@ -202,6 +202,11 @@ class GraphLowering:
             self.lower_view(op)
         elif type(op) in BUILDERS:
             self.lower_compute(op)
+        elif isinstance(op, tg.CustomOp):
+            raise TgLoweringError(
+                f"convert-tg-to-affine: {op.label} in @{self.name} is a custom op; "
+                "the expand-custom pass replaces it by its body before lowering"
+            )
         else:
             raise TgLoweringError(
                 f"convert-tg-to-affine: cannot lower '{op.name}' in @{self.name} "
