@@ -188,6 +188,8 @@ class NativeFunction:
         """Input ``i`` failed a fast check: raise the precise error, or return the
         C-contiguous, aligned, writeable copy the native code can take."""
         spec = self.inputs[i]
+        if isinstance(array, np.generic):  # a NumPy scalar: a 0-d array, checked below
+            array = np.asarray(array)
         if not isinstance(array, np.ndarray):
             raise self._bad(i, spec, f"an object of type {type(array).__name__}")
         if array.dtype != np.dtype(spec.dtype):

@@ -132,6 +132,27 @@ def run_one(
     )
 
 
+def measure_peak_gflops(threads: int = 1) -> float:
+    """One core's FMA peak (``qidao.tools.ladder.measure_peak``), in a fresh process
+    pinned like the workers, in GFLOP/s: the yardstick that makes the table's times
+    comparable across machines (NaN if it cannot be measured)."""
+    code = (
+        "import json, statistics; from qidao.tools.ladder import measure_peak; "
+        "r = measure_peak(); "
+        "print(json.dumps(r['flops_per_call'] / statistics.median(r['times'])))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=worker_env(threads),
+        check=False,
+    )
+    if proc.returncode != 0:
+        return float("nan")
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])) / 1e9
+
+
 def run_train_bench(
     names: Sequence[str],
     threads: int = 1,

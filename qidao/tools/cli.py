@@ -253,7 +253,11 @@ def _plot_path(args: argparse.Namespace, default: str) -> Path | None:
 
 
 def cmd_bench_train(args: argparse.Namespace) -> int:
-    from qidao.tools.bench_train import format_table, run_train_bench
+    from qidao.tools.bench_train import (
+        format_table,
+        measure_peak_gflops,
+        run_train_bench,
+    )
     from qidao.tools.train_models import TRAIN_MODELS
 
     if args.backends:
@@ -267,6 +271,8 @@ def cmd_bench_train(args: argparse.Namespace) -> int:
         plot_path=_plot_path(args, "bench-results/train.png"),
         tiny=args.tiny,
     )
+    peak = measure_peak_gflops(args.threads)
+    print(f"one core's FMA peak on this machine: {peak:.0f} GFLOP/s\n")
     print(format_table(results))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
     return 1 if any(r.error for r in results) else 0

@@ -35,6 +35,20 @@ def test_the_books_gradients() -> None:
     assert (y[0], dx[0], dw[0], db[0]) == (7.0, 3.0, 2.0, 1.0)
 
 
+def test_the_books_gradients_of_scalars() -> None:
+    """The README's form: rank-0 inputs, called with NumPy scalars (0-d arrays of the
+    input's dtype; a float64 scalar for a float32 input is refused)."""
+    g = Graph("main")
+    x, w, b = (g.input(n, ()) for n in "xwb")
+    g.output(g.relu(x * w + b))
+    f = qidao.compile(g, grad=["x", "w", "b"])
+    y, dx, dw, db = f(np.float32(2), np.float32(3), np.float32(1))
+    assert (y, dx, dw, db) == (7.0, 3.0, 2.0, 1.0)
+    assert y.shape == () and y.dtype == np.float32
+    with pytest.raises(qidao.ArgumentError, match="got dtype float64"):
+        f(np.float64(2), np.float32(3), np.float32(1))
+
+
 @pytest.mark.parametrize("mode", ["graph", "eager"])
 def test_mlp_gradients_match_torch(mode: str) -> None:
     """Cross-entropy of a two-layer MLP: every weight's gradient as autograd's."""

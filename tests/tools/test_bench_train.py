@@ -52,3 +52,12 @@ def test_the_classifier_example_trains(capsys: pytest.CaptureFixture[str]) -> No
     assert train_classifier(["--steps", "20", "--batch", "16", "--workers", "0"]) == 0
     out = capsys.readouterr().out
     assert "| main process, no prefetch | 20 |" in out
+
+
+def test_the_peak_is_measured_in_its_own_process() -> None:
+    """The yardstick printed above the table: a positive, finite GFLOP/s (the FMA
+    chains' rate; its value depends on the machine and is not asserted)."""
+    from qidao.tools.bench_train import measure_peak_gflops
+
+    peak = measure_peak_gflops(1)
+    assert np.isfinite(peak) and peak > 0
