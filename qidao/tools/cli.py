@@ -50,14 +50,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.stats:
         from qidao.tools.explain import stats_table
 
+        grad = {"grad": args.grad} if args.grad else {}
         graph = _compile(
             args.model,
             args.debug,
             mode="graph",
             fuse=not args.no_fuse,
             algo=args.algo,
+            **grad,
         )
-        eager = _compile(args.model, args.debug, mode="eager")
+        eager = _compile(args.model, args.debug, mode="eager", **grad)
         print(stats_table(graph, eager))
         return 0
     check_stage(args.emit, args.target)  # before any work: llvm is not a cuda stage
@@ -69,6 +71,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         algo=args.algo,
         checks=args.checks,
         **({"target": args.target} if args.target != "cpu" else {}),
+        **({"grad": args.grad} if args.grad else {}),
     )
     from qidao.compiler.specialize import Specialized
 
@@ -382,10 +385,27 @@ def _add_compile(sub: Any) -> None:
     )
     _mode_argument(p)
     p.add_argument("--no-fuse", action="store_true", help="skip the fusion pass")
+    p.add_argument(
+        "--grad",
+        type=_names_list,
+        default=None,
+        metavar="W,B",
+        help="append the gradient of sum(output 0) w.r.t. these inputs or ONNX "
+        "initializers (the autodiff pass): forward and backward in one program",
+    )
     _algo_argument(p)
     _checks_argument(p)
     p.add_argument("-o", "--output", help="write the stage to this file")
     p.set_defaults(run=cmd_compile)
+
+
+def _names_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated input names (w,b), got {text!r}"
+        )
+    return names
 
 
 def _add_run(sub: Any) -> None:

@@ -65,6 +65,18 @@ def test_compile_mode_eager(capsys: pytest.CaptureFixture[str]) -> None:
     assert "invalid choice: 'lazy'" in capsys.readouterr().err
 
 
+def test_compile_grad_appends_the_gradients(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compile", "book", "--grad", "w,b"]) == 0
+    out = capsys.readouterr().out
+    assert 'qd.output_names = ["output0", "grad_w", "grad_b"]' in out
+    assert "tg.greater" in out  # relu's gradient: select(x > 0, g, 0)
+    with pytest.raises(SystemExit):
+        main(["compile", "book", "--grad", "w,,b"])
+    assert "expected comma-separated input names" in capsys.readouterr().err
+
+
 def test_run_mode_eager_gives_seven(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "book", "--mode", "eager"]) == 0
     assert "[[7.]]" in capsys.readouterr().out
