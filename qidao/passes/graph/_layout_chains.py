@@ -7,9 +7,9 @@ A *chain* is a maximal set of ops of one block, connected producer→consumer, m
 - **layout-agnostic ops**: elementwise ops with a rank-4 result (``relu``, a bias
   ``add`` of a ``[C, 1, 1]`` tensor, a residual ``add`` of two chain values, ...),
   rank-4 NCHW ``tg.batch_norm``, rank-4 ``tg.pad`` (any amounts: padding commutes
-  with the transpose) and ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` over the
-  spatial axes ``[2, 3]`` with ``keepdims`` (a global pool, e.g. squeeze-and-
-  excitation's; ``[1, 2]`` in NHWC).
+  with the transpose) and ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` with
+  ``keepdims`` over any axes (a global pool ``[2, 3]``, ``[1, 2]`` in NHWC;
+  training batch norm's ``[0, 2, 3]``, ``[0, 1, 2]`` in NHWC).
 
 Every other op stops a chain: an op it does not understand, an anchor whose
 heuristic says NCHW, an op already in NHWC, anything inside a ``tg.fused``. A chain
@@ -81,14 +81,10 @@ def is_anchor(op: Operation) -> bool:
     )
 
 
-SPATIAL_AXES = (2, 3)
-"""The axes of an NCHW global pool (``tg.reduce_* axes = [2, 3] keepdims``)."""
-
-
 def is_layout_agnostic(op: Operation) -> bool:
     """An op that computes the same in either layout once its operands are permuted:
     a rank-4 elementwise op, an NCHW rank-4 batch norm, a rank-4 pad, or a
-    ``keepdims`` reduction over the spatial axes of a rank-4 tensor."""
+    ``keepdims`` reduction of a rank-4 tensor (its axes permute with the rest)."""
     if isinstance(op, tg.UnaryElementwiseOp | tg.BinaryElementwiseOp):
         return len(shape_of(op.results[0].type)) == 4
     if isinstance(op, tg.BatchNormOp):
@@ -96,11 +92,7 @@ def is_layout_agnostic(op: Operation) -> bool:
     if isinstance(op, tg.PadOp):
         return len(shape_of(op.input.type)) == 4
     if isinstance(op, tg.ReduceOp):
-        return (
-            len(shape_of(op.input.type)) == 4
-            and op.keepdims is not None
-            and op.reduced_axes() == SPATIAL_AXES
-        )
+        return len(shape_of(op.input.type)) == 4 and op.keepdims is not None
     return False
 
 

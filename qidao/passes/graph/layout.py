@@ -56,11 +56,13 @@ Rules:
   pools that prefer NHWC and of layout-agnostic ops between them: rank-4
   elementwise ops, rank-4 batch norms, rank-4 pads (the amounts and value of any
   dims, permuted: ONNX exports pad before depthwise convolutions) and
-  ``reduce_sum``/``reduce_mean``/``reduce_max`` over the spatial axes ``[2, 3]``
-  with ``keepdims`` (global pools, squeeze-and-excitation's among them; ``[1, 2]``
-  in NHWC). Any other op stops it (an op the pass does not understand, a conv or
-  pool that prefers NCHW, an op already NHWC, a reduction over other axes or
-  without ``keepdims``). Only chains that hold a convolution are converted (see
+  ``reduce_sum``/``reduce_mean``/``reduce_max`` with ``keepdims`` over any axes,
+  moved to their NHWC places (global pools ``[2, 3]`` -> ``[1, 2]``, squeeze-and-
+  excitation's among them; training batch norm's statistics ``[0, 2, 3]`` ->
+  ``[0, 1, 2]``, which NCHW read through the chain's strided output one
+  non-vectorized element at a time: 12% of a small CNN's training step). Any other
+  op stops it (an op the pass does not understand, a conv or pool that prefers
+  NCHW, an op already NHWC, a reduction without ``keepdims``). Only chains that hold a convolution are converted (see
   ``_layout_chains.py``). Before, a pad between a 1x1 and a depthwise conv split
   MobileNetV2 into a chain per conv: the pads read a transposed view (27% of its
   time) and the next conv read the pad's NCHW copy through another.
@@ -161,8 +163,6 @@ TO_NCHW = (0, 3, 1, 2)
 TO_HWIO = (2, 3, 1, 0)
 """``tg.transpose`` perm: FCHW weight ``[F, C/g, KH, KW]`` -> HWIO
 ``[KH, KW, C/g, F]``."""
-NHWC_SPATIAL_AXES = (1, 2)
-"""The axes of a global pool in NHWC (``[2, 3]`` in NCHW)."""
 
 # users whose result type depends on their operand's layout: a chain output reaches
 # them as a row-major copy; every other tg op reads it through its strides
@@ -431,8 +431,9 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
             [high[i] for i in TO_NHWC],
             old.pad_value(),
         )
-    if isinstance(old, tg.ReduceOp):  # over SPATIAL_AXES, keepdims
-        return type(old)(operand(old.input, "data"), NHWC_SPATIAL_AXES, keepdims=True)
+    if isinstance(old, tg.ReduceOp):  # keepdims: the same axes, in NHWC positions
+        axes = sorted(TO_NHWC.index(a) for a in old.reduced_axes())
+        return type(old)(operand(old.input, "data"), axes, keepdims=True)
     if isinstance(old, tg.BinaryElementwiseOp):
         full = shape_of(old.results[0].type)
 

@@ -49,17 +49,21 @@ func.func @global_pools(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> (te
   func.return %r, %m : tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>
 }
 
-// Must not join: a reduction over the channels, and a global pool without keepdims
-// (a rank-2 result): both stay NCHW and read the chain's output transpose.
+// Joins: any keepdims reduction, its axes moved to their NHWC places: over the
+// channels [1] -> [3] (a contiguous row in NHWC), training batch norm's statistics
+// [0, 2, 3] -> [0, 1, 2]. Must not join: a global pool without keepdims (a rank-2
+// result): it stays NCHW and reads the chain's output transpose.
 // CHECK-LABEL: func.func @other_reductions
 // CHECK:         %c = tg.transpose %c_nhwc perm = [0, 3, 1, 2]
-// CHECK-NEXT:    %k = tg.reduce_mean %c axes = [1] keepdims : tensor<1x8x4x4xf32, strided<[128, 1, 32, 8]>> -> tensor<1x1x4x4xf32>
-// CHECK-NEXT:    %f = tg.reduce_mean %c axes = [2, 3] : tensor<1x8x4x4xf32, strided<[128, 1, 32, 8]>> -> tensor<1x8xf32>
-func.func @other_reductions(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> (tensor<1x1x4x4xf32>, tensor<1x8xf32>) {
+// CHECK-NEXT:    %k_nhwc = tg.reduce_mean %c_nhwc axes = [3] keepdims : tensor<1x4x4x8xf32> -> tensor<1x4x4x1xf32>
+// CHECK:         %b_nhwc = tg.reduce_mean %c_nhwc axes = [0, 1, 2] keepdims : tensor<1x4x4x8xf32> -> tensor<1x1x1x8xf32>
+// CHECK:         %f = tg.reduce_mean %c axes = [2, 3] : tensor<1x8x4x4xf32, strided<[128, 1, 32, 8]>> -> tensor<1x8xf32>
+func.func @other_reductions(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> (tensor<1x1x4x4xf32>, tensor<1x8x1x1xf32>, tensor<1x8xf32>) {
   %c = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
   %k = tg.reduce_mean %c axes = [1] keepdims : tensor<1x8x4x4xf32> -> tensor<1x1x4x4xf32>
+  %b = tg.reduce_mean %c axes = [0, 2, 3] keepdims : tensor<1x8x4x4xf32> -> tensor<1x8x1x1xf32>
   %f = tg.reduce_mean %c axes = [2, 3] : tensor<1x8x4x4xf32> -> tensor<1x8xf32>
-  func.return %k, %f : tensor<1x1x4x4xf32>, tensor<1x8xf32>
+  func.return %k, %b, %f : tensor<1x1x4x4xf32>, tensor<1x8x1x1xf32>, tensor<1x8xf32>
 }
 
 // Must not fire: a pad and a relu without a convolution gain less than the two
