@@ -16,7 +16,14 @@ op                     gradient where the derivative is not defined
 ``max_pool2d``         the first maximum in the window, in row-major order
 ``sqrt``               ``g / (2 sqrt(x))``: inf at x = 0
 ``pow``                d/db is 0 where a = 0 and b >= 0; d/da is 0 where b = 0
+``take``, ...          out-of-range indices read the clamped entry, which gets
+                       the gradient (the forward's rule); indices get none
 =====================  =============================================================
+
+Ops whose results are not floats (comparisons, logical ops) pass no gradient
+and need no rule: the autodiff pass follows float values only. ``tg.constant``
+has no operand; ``tg.fused`` and the Winograd ops are made by passes after
+``autodiff``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from qidao.dialects.tg.grad import (  # noqa: F401  (each module registers its r
     conv,
     custom,
     elementwise,
+    indexing,
     layout,
     linalg,
     norm,

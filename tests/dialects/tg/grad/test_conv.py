@@ -29,6 +29,9 @@ from qidao.passes.graph.autodiff import AutodiffError, AutodiffPass
 from tests.dialects.tg.grad.gradcheck import check_vjp
 from tests.dialects.tg.grad.torch_oracle import check_against_torch
 
+COVERS = {"tg.conv2d"}
+"""The ops whose vjp rules this file checks (``test_coverage.py``)."""
+
 RNG = np.random.default_rng(11)
 
 

@@ -13,6 +13,30 @@ import torch
 from qidao.frontend.builder import Graph, Value
 from tests.dialects.tg.grad.gradcheck import check_vjp, gradients
 
+COVERS = {
+    "tg.neg",
+    "tg.abs",
+    "tg.relu",
+    "tg.exp",
+    "tg.log",
+    "tg.sqrt",
+    "tg.tanh",
+    "tg.erf",
+    "tg.sigmoid",
+    "tg.sin",
+    "tg.cos",
+    "tg.add",
+    "tg.sub",
+    "tg.mul",
+    "tg.div",
+    "tg.max",
+    "tg.min",
+    "tg.pow",
+    "tg.select",
+    "tg.cast",
+}
+"""The ops whose vjp rules this file checks (``test_coverage.py``)."""
+
 RNG = np.random.default_rng(7)
 
 

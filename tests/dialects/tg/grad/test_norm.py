@@ -18,6 +18,9 @@ from qidao.passes.graph.autodiff import AutodiffError, AutodiffPass
 from tests.dialects.tg.grad.gradcheck import check_vjp
 from tests.dialects.tg.grad.torch_oracle import check_against_torch
 
+COVERS = {"tg.batch_norm"}
+"""The ops whose vjp rules this file checks (``test_coverage.py``)."""
+
 RNG = np.random.default_rng(2)
 EPS = 2.0**-10  # exact in the op's f32 epsilon, so PyTorch's double eps is the same
 

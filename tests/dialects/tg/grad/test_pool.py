@@ -24,6 +24,9 @@ from qidao.passes.graph.autodiff import AutodiffError, AutodiffPass
 from tests.dialects.tg.grad.gradcheck import check_vjp
 from tests.dialects.tg.grad.torch_oracle import check_against_torch, ours
 
+COVERS = {"tg.max_pool2d", "tg.avg_pool2d"}
+"""The ops whose vjp rules this file checks (``test_coverage.py``)."""
+
 RNG = np.random.default_rng(5)
 
 

@@ -37,7 +37,8 @@ def ours(
         g.input(n, a.shape, a.dtype.name) for n, a in zip(names, inputs, strict=True)
     ]
     out = build(g, *values)
-    g.output(g.reduce_sum(out * g.constant(w, dtype=out.dtype), list(range(out.rank))))
+    weighted = out * g.constant(w, dtype=out.dtype)
+    g.output(g.reduce_sum(weighted, list(range(out.rank))) if out.rank else weighted)
     module = g.module()
     AutodiffPass(wrt=tuple(names[k] for k in wrt)).apply(Context(), module)
     module.verify()
