@@ -29,8 +29,8 @@ Array = np.ndarray[Any, Any]
 
 
 class WithParameters:
-    """``inner`` (compiled with the held tensors as its last inputs) called with
-    them appended to the caller's arguments."""
+    """``inner`` (compiled with the held tensors among its inputs) called with them
+    in their places and the caller's arguments in the others."""
 
     def __init__(self, inner: CompiledModel, parameters: Mapping[str, Array]) -> None:
         self.inner = inner
@@ -54,7 +54,20 @@ class WithParameters:
                 f"{', '.join(self.parameters)} are held by the compiled model), got "
                 f"{given}"
             )
-        return self.inner(*args, *self.parameters.values())
+        return self.inner(*self.arguments(args, len(args) + held))
+
+    def arguments(self, args: tuple[Any, ...], count: int) -> list[Any]:
+        """The program's first ``count`` inputs: each held tensor at the place of
+        the input of its name (a builder graph's weights may come between its data
+        inputs; an ONNX model's lifted initializers come last), the caller's
+        arguments in the other places, in order."""
+        names = [spec.name for spec in getattr(self.inner, "inputs", ())][:count]
+        if len(names) != count or not set(self.parameters) <= set(names):
+            return [*args, *self.parameters.values()]
+        given = iter(args)
+        return [
+            self.parameters[n] if n in self.parameters else next(given) for n in names
+        ]
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the held tensors to a SafeTensors file (read back with
@@ -125,8 +138,7 @@ class TrainingStep(WithParameters):
             )
         scalars = self.optimizer.scalars(self.steps + 1)
         results = self.inner(
-            *args,
-            *self.parameters.values(),
+            *self.arguments(args, len(args) + len(self.parameters)),
             *(np.array(v, np.float32) for v in scalars.values()),
             *self.state.values(),
         )

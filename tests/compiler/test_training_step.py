@@ -161,3 +161,39 @@ def test_a_step_needs_every_weights_initial_value() -> None:
         qidao.compile(_mlp(), optimizer=qidao.optim.SGD(lr=0.1))
     with pytest.raises(TypeError, match=r"optimizer must be qidao\.optim\.SGD"):
         qidao.compile(_mlp(), grad=["w1"], optimizer=torch.optim.SGD)
+
+
+def test_weights_between_data_inputs_and_grad_in_another_order() -> None:
+    """A builder graph whose weights come between its data inputs, named in grad=
+    in another order: each held weight goes to its own input, the call takes the
+    data inputs in graph order, and three SGD steps match PyTorch's."""
+    g = Graph("main")
+    x = g.input("x", (N, D))
+    w1 = g.input("w1", (D, H))
+    t = g.input("t", (N, C))
+    w2, b1 = g.input("w2", (H, C)), g.input("b1", (H,))
+    d = g.relu(x @ w1 + b1) @ w2 - t
+    g.output(g.reduce_mean(d * d, [0, 1]))
+    weights = _weights()
+    step = qidao.compile(
+        g, grad=["b1", "w2", "w1"], optimizer=qidao.optim.SGD(lr=0.05), weights=weights
+    )
+    xs = RNG.standard_normal((N, D)).astype(np.float32)
+    ts = RNG.standard_normal((N, C)).astype(np.float32)
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
+    reference = torch.optim.SGD(params.values(), lr=0.05)
+    for _ in range(3):
+        (loss,) = step(xs, ts)
+        reference.zero_grad()
+        p = params
+        dt = torch.relu(torch.tensor(xs) @ p["w1"] + p["b1"]) @ p["w2"] - torch.tensor(
+            ts
+        )
+        ref = (dt * dt).mean()
+        ref.backward()
+        reference.step()
+        np.testing.assert_allclose(float(loss), ref.item(), rtol=1e-5)
+    for name, value in params.items():
+        np.testing.assert_allclose(
+            step.parameters[name], value.detach().numpy(), rtol=1e-5, atol=1e-7
+        )
