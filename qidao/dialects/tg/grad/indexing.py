@@ -112,6 +112,8 @@ def _one_hot(e: Emit, entries: SSAValue, size: int, like: SSAValue) -> SSAValue:
 
 @vjp(TakeOp)
 def _take(e: Emit, op: TakeOp, g: SSAValue) -> Grads:
+    """``one_hot(indices)^T g``: N indices, V entries on the axis and D elements
+    per entry cost N·V·D multiply-adds and an N×V one-hot (no scatter in tg)."""
     dims = shape(op.input)
     axis = op.normalized_axis()
     size = dims[axis]
@@ -127,6 +129,8 @@ def _take(e: Emit, op: TakeOp, g: SSAValue) -> Grads:
 
 @vjp(GatherElementsOp)
 def _gather_elements(e: Emit, op: GatherElementsOp, g: SSAValue) -> Grads:
+    """``sum(g[..., None, ...] * one_hot(indices))`` over the gathered axis: N
+    indices and V entries on the axis cost N·V multiply-adds and an N×V one-hot."""
     dims = shape(op.input)
     axis = op.normalized_axis()
     size = dims[axis]

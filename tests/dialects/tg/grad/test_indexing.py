@@ -119,6 +119,37 @@ def test_concat(axis: int) -> None:
     )
 
 
+@DRAWN
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), st.data())
+def test_concat_drawn(dims: list[int], data: Any) -> None:
+    """Inputs of different sizes along the axis: each gets its own slice of g."""
+    axis = data.draw(st.integers(-len(dims), len(dims) - 1))
+    sizes = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    xs = []
+    for n in sizes:
+        part = list(dims)
+        part[axis] = n
+        xs.append(_normal(*part))
+
+    def build(g: Graph, *vs: Value) -> Value:
+        return g.concat(list(vs), axis)
+
+    check_vjp(build, xs)
+    out = np.concatenate(xs, axis).shape
+    check_against_torch(build, lambda *ts: torch.cat(ts, axis), xs, out)
+
+
+def test_empty_slice_gives_a_zero_gradient() -> None:
+    """A slice that reads nothing: the input's gradient is all zero."""
+    x = _normal(3, 2)
+
+    def build(g: Graph, v: Value) -> Value:
+        return g.concat([g.slice(v, [2, 0], [2, 2]), v], 0)  # [0, 2] then x
+
+    check_vjp(build, [x])
+    check_against_torch(build, lambda t: torch.cat([t[2:2], t], 0), [x], (3, 2))
+
+
 @pytest.mark.parametrize(
     ("indices", "axis"),
     [
@@ -174,16 +205,22 @@ def test_take_on_any_axis(axis: int) -> None:
     check_vjp(build, [x, ids])
 
 
-def test_take_wraps_and_clamps_like_the_forward() -> None:
-    """A negative index reads from the end and an out-of-range one the last row:
-    the gradient goes to the row the forward read (``numpy_eval``'s rule)."""
+def test_take_and_gather_elements_wrap_and_clamp_like_the_forward() -> None:
+    """A negative index reads from the end and an out-of-range one the nearest
+    end row: the gradient goes to the row the forward read (``numpy_eval``'s
+    rule); central differences of the forward are the oracle."""
     x = _normal(5, 2)
     ids = np.array([-1, 9, -8, 2], np.int64)
 
-    def build(g: Graph, v: Value, i: Value) -> Value:
+    def take(g: Graph, v: Value, i: Value) -> Value:
         return g.take(v, i, 0)
 
-    check_vjp(build, [x, ids])
+    check_vjp(take, [x, ids])
+
+    def gather_elements(g: Graph, v: Value, i: Value) -> Value:
+        return g.gather_elements(v, i, 0)
+
+    check_vjp(gather_elements, [x, np.stack([ids, ids[::-1]], 1)])
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -202,4 +239,43 @@ def test_gather_elements_is_torch_gather(axis: int) -> None:
         lambda t, i: torch.gather(t, axis, i),
         [x, index],
         index.shape,
+    )
+
+
+@st.composite
+def _gathers(draw: Any) -> tuple[list[int], int, list[int]]:
+    """An input shape, an axis and an index shape no larger than the input in
+    the other dimensions (``torch.gather``'s rule), any size along the axis."""
+    dims = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    axis = draw(st.integers(0, len(dims) - 1))
+    got = [draw(st.integers(1, d)) for d in dims]
+    got[axis] = draw(st.integers(1, 4))
+    return dims, axis, got
+
+
+@DRAWN
+@given(_gathers())
+def test_take_and_gather_elements_drawn(case: tuple[list[int], int, list[int]]) -> None:
+    """Random in-range indices, repeats likely: ``take`` against
+    ``index_select``, ``gather_elements`` against ``torch.gather``."""
+    dims, axis, got = case
+    x = _normal(*dims)
+    index = RNG.integers(0, dims[axis], got).astype(np.int64)
+
+    def take(g: Graph, v: Value, i: Value) -> Value:
+        return g.take(v, i, axis)
+
+    def select(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return torch.index_select(t, axis, i.reshape(-1)).reshape(out)
+
+    out = np.take(x, index, axis).shape
+    check_vjp(take, [x, index])
+    check_against_torch(take, select, [x, index], out)
+
+    def gather_elements(g: Graph, v: Value, i: Value) -> Value:
+        return g.gather_elements(v, i, axis)
+
+    check_vjp(gather_elements, [x, index])
+    check_against_torch(
+        gather_elements, lambda t, i: torch.gather(t, axis, i), [x, index], got
     )
