@@ -25,9 +25,9 @@ The steps:
    subgraph with qidao and runs the rest in PyTorch.
 
 The converter table lives in ``fx_ops.py`` (and ``fx_grad_ops.py``, the ops that
-backward graphs bring); ``fx_backend.py`` runs the result on torch tensors;
-``fx_training.py`` compiles AOTAutograd's forward and backward graphs for
-``torch.compile`` training.
+backward graphs bring; ``fx_loss_ops.py``, ``nll_loss`` and ``cross_entropy_loss``);
+``fx_backend.py`` runs the result on torch tensors; ``fx_training.py`` compiles
+AOTAutograd's forward and backward graphs for ``torch.compile`` training.
 """
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.errors import UnsupportedError
-from qidao.frontend import fx_grad_ops  # noqa: F401  (registers its converters)
+from qidao.frontend import (  # noqa: F401  (they register their converters)
+    fx_grad_ops,
+    fx_loss_ops,
+)
 from qidao.frontend.builder import Value
 from qidao.frontend.errors import FrontendError, GraphError
 from qidao.frontend.fx_custom import converter_for  # torch.library ops

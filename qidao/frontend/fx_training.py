@@ -27,9 +27,13 @@ backward ops such as ``threshold_backward``, ``_softmax_backward_data``,
 ``gelu_backward`` become elementwise ops, reductions and matmuls the importer
 has; plus training-mode BatchNorm (``_native_batch_norm_legit_functional``) from
 the full table; minus ``embedding_dense_backward``, which qidao converts whole
-(``fx_grad_ops.py``: the core decomposition is an ``index_put`` tg has no op for);
-plus ``max_pool2d_backward`` below for ``max_pool2d_with_indices_backward``
-(``convolution_backward`` is core ATen and converted whole, ``fx_grad_ops.py``).
+(``fx_grad_ops.py``: the core decomposition is an ``index_put`` tg has no op for),
+and ``nll_loss_forward``/``nll_loss_backward`` (and their ``2d`` forms), the class
+index form of ``F.cross_entropy``, converted whole too (``fx_loss_ops.py``: a
+one-hot mask of the int64 target where the decompositions compute on int64 and
+``scatter`` the gradient); plus ``max_pool2d_backward`` below for
+``max_pool2d_with_indices_backward`` (``convolution_backward`` is core ATen and
+converted whole, ``fx_grad_ops.py``).
 
 **Strict.** ``strict=True`` is checked on the joint graph's two halves at once
 (``checked_partition``), so one ``UnsupportedTorchOpsError`` names every
@@ -151,9 +155,15 @@ def max_pool2d_backward(
     return total[..., ph : ph + h, pw : pw + w]
 
 
-CONVERTED_WHOLE = (aten.embedding_dense_backward.default,)
-"""Backward ops the importer converts as they are (``fx_grad_ops.py``): their core
-decompositions are kept out of the table."""
+CONVERTED_WHOLE = (
+    aten.embedding_dense_backward.default,
+    aten.nll_loss_forward.default,
+    aten.nll_loss_backward.default,
+    aten.nll_loss2d_forward.default,
+    aten.nll_loss2d_backward.default,
+)
+"""Ops the importer converts as they are (``fx_grad_ops.py``, ``fx_loss_ops.py``):
+their core decompositions are kept out of the table."""
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from qidao.frontend.fx import (  # noqa: E402
     UnsupportedTorchOpsError,
     capture,
     to_tg,
+    unsupported_ops,
 )
 from qidao.frontend.fx_training import aot_compile, max_pool2d_backward  # noqa: E402
 
@@ -365,3 +366,143 @@ def test_without_strict_unsupported_ops_run_in_pytorch_with_a_warning() -> None:
         abs_and_atan(x, w).sum().backward()
     assert_close(got[0], x.grad, "gradient of x")
     assert_close(got[1], w.grad, "gradient of w")
+
+
+# ---- cross entropy: nll_loss converted whole ---------------------------------
+
+
+def test_mlp_classifier_with_cross_entropy_trains_like_eager() -> None:
+    """The loss inside the compiled step (int64 labels a graph input): 20 SGD
+    steps follow eager, losses and weights to 1e-4."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    eager = copy.deepcopy(model)
+    step = torch.compile(
+        lambda x, y: F.cross_entropy(model(x), y),
+        backend="qidao",
+        dynamic=False,
+        options={"strict": True},
+    )
+    opt_fast = torch.optim.SGD(model.parameters(), lr=0.5)
+    opt_eager = torch.optim.SGD(eager.parameters(), lr=0.5)
+    x = torch.randn(12, 8)
+    y = (x @ torch.randn(8, 4)).argmax(1)  # a linear teacher's labels: learnable
+    with torch.no_grad():
+        first = float(F.cross_entropy(eager(x), y))
+    for k in range(20):
+        losses = []
+        for loss_of, opt in (
+            (step, opt_fast),
+            (lambda x, y: F.cross_entropy(eager(x), y), opt_eager),
+        ):
+            opt.zero_grad()
+            loss = loss_of(x, y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        assert_close(losses[0], losses[1], f"loss of step {k}")
+    for (name, p), q in zip(model.named_parameters(), eager.parameters(), strict=True):
+        assert_close(p.detach(), q.detach(), f"{name} after 20 steps")
+    assert float(losses[1]) < 0.7 * first  # it learned
+
+
+@pytest.mark.parametrize(
+    ("reduction", "ignore_index", "weighted"),
+    [("mean", 2, True), ("sum", -100, True), ("none", 0, False)],
+)
+def test_cross_entropy_gradients_match_eager(
+    reduction: str, ignore_index: int, weighted: bool
+) -> None:
+    """Class weights and ignored rows (a class index, or -100 in the labels):
+    the loss and the gradients of the logits' weights match eager's."""
+    labels = torch.tensor([0, 2, 1, 3, 2, -100 if ignore_index < 0 else 1])
+    weight = torch.tensor([0.5, 2.0, 1.5, 0.25]) if weighted else None
+    layer = nn.Linear(3, 4)
+    x = torch.randn(6, 3)
+
+    def loss(x: Any, y: Any) -> Any:
+        return F.cross_entropy(
+            layer(x), y, weight=weight, ignore_index=ignore_index, reduction=reduction
+        )
+
+    fast = torch.compile(loss, backend="qidao", dynamic=False, options={"strict": True})
+    g = torch.randn(6) if reduction == "none" else torch.tensor(1.7)
+    got = fast(x, labels)
+    (got * g).sum().backward()
+    grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    want = loss(x, labels)
+    (want * g).sum().backward()
+    assert_close(got.detach(), want.detach(), "loss")
+    for name, mine, p in zip(
+        ["weight", "bias"], grads, layer.parameters(), strict=True
+    ):
+        assert_close(mine, p.grad, f"gradient of the layer's {name}")
+
+
+NLL_CASES = [
+    # (logits shape, labels, class weight?, reduction (0 none, 1 mean, 2 sum), ignore)
+    ((5, 4), [0, 3, 1, 3, 2], False, 1, -100),
+    ((5, 4), [0, 3, 1, 3, 2], True, 1, 3),  # a class index ignored
+    ((5, 4), [0, -100, 1, 3, -100], True, 2, -100),
+    ((5, 4), [0, 3, 1, 3, 2], True, 0, 1),
+    ((4,), 2, True, 1, -100),  # one sample, no batch dimension
+    ((2, 3, 2, 2), [[[0, 2], [1, 1]], [[2, 0], [0, 1]]], True, 1, 1),  # nll_loss2d
+]
+
+
+@pytest.mark.parametrize(
+    ("shape", "labels", "weighted", "reduction", "ignore"), NLL_CASES
+)
+def test_nll_loss_forward_and_backward_convert(
+    shape: tuple[int, ...], labels: Any, weighted: bool, reduction: int, ignore: int
+) -> None:
+    """(output, total_weight) and the gradient of the logits, as the ATen ops."""
+    x, y = torch.randn(*shape), torch.tensor(labels)
+    w = torch.rand(shape[1] if len(shape) > 1 else shape[0]) + 0.5
+    two_d = len(shape) == 4
+    forward = aten_op("nll_loss2d_forward" if two_d else "nll_loss_forward")
+    backward = aten_op("nll_loss2d_backward" if two_d else "nll_loss_backward")
+    weight = (w,) if weighted else ()
+
+    def loss(x: Any, y: Any, *w: Any) -> Any:
+        return forward(x, y, w[0] if w else None, reduction, ignore)
+
+    evaluates_like_torch(loss, x, y, *weight)
+    output, total = loss(x, y, *weight)
+    g = torch.randn_like(output)
+
+    def grad(g: Any, x: Any, y: Any, total: Any, *w: Any) -> Any:
+        return backward(g, x, y, w[0] if w else None, reduction, ignore, total)
+
+    evaluates_like_torch(grad, g, x, y, total, *weight)
+
+
+def aten_op(name: str) -> Any:
+    return getattr(torch.ops.aten, name).default
+
+
+def test_cross_entropy_loss_converts_for_inference() -> None:
+    """torch.export keeps ``cross_entropy_loss`` whole: log_softmax + nll."""
+    x, y = torch.randn(5, 4), torch.tensor([0, 3, 1, 3, 2])
+    w = torch.tensor([0.5, 2.0, 1.5, 0.25])
+    evaluates_like_torch(lambda x, y: F.cross_entropy(x, y), x, y)
+    evaluates_like_torch(
+        lambda x, y, w: F.cross_entropy(x, y, w, ignore_index=3, reduction="sum"),
+        x,
+        y,
+        w,
+    )
+    logits, labels = torch.randn(2, 3, 4), torch.randint(0, 3, (2, 4))
+    evaluates_like_torch(
+        lambda x, y: F.cross_entropy(x, y, reduction="none"), logits, labels
+    )
+
+
+def test_cross_entropy_refusals_name_the_argument() -> None:
+    x, y = torch.randn(5, 4), torch.tensor([0, 3, 1, 3, 2])
+    smoothed = capture(lambda x, y: F.cross_entropy(x, y, label_smoothing=0.1), (x, y))
+    probs = capture(lambda x, p: F.cross_entropy(x, p), (x, torch.rand(5, 4)))
+    (smoothing,) = unsupported_ops(smoothed.graph_module)
+    (probabilities,) = unsupported_ops(probs.graph_module)
+    assert "label_smoothing=0.1 is not supported" in smoothing
+    assert "class probabilities as target are not supported" in probabilities
