@@ -278,6 +278,7 @@ def plot(results: Sequence[TrainResult], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.bar(names, values, color="tab:blue")
     ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_ylim(0, max([1.0, *values]) * 1.15)  # room for the labels
     ax.set_ylabel("speedup over PyTorch eager")
     ax.set_title(
         f"one SGD training step, {results[0].threads if results else 1} thread(s)"
