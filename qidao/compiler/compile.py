@@ -27,6 +27,7 @@ import functools
 import hashlib
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from qidao.compiler.cache import (
     lookup,
     model_digest,
 )
+from qidao.compiler.checkpoint import BUDGET_TRIES, Checkpointing
 from qidao.compiler.compiled import CompiledModel, CompiledProgram
 from qidao.compiler.conv_algo import measured_choice
 from qidao.compiler.models import is_onnx, lift_for_grad, load_model, with_weights
@@ -56,6 +58,7 @@ from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
 from qidao.compiler.trainable import WithParameters, trained_inputs, training_step
 from qidao.errors import UnsupportedError
+from qidao.passes.graph.checkpoint import CheckpointError, training_report
 from qidao.passes.graph.select_conv_algo import algo_report, set_measure
 from qidao.runtime.cpu import host_cpu
 
@@ -256,6 +259,33 @@ def _cache_key(
 
 
 def _build(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
+    """:func:`_build_once`; with ``checkpoint={"budget": B}``, again with a
+    tighter model budget while the planned peak is above B
+    (``qidao.compiler.checkpoint``)."""
+    compiled = _build_once(model, backend, settings)
+    spec = settings.options.get("checkpoint")
+    if not isinstance(spec, Checkpointing) or not spec.budget:
+        return compiled
+    tries = 1
+    while compiled.stats["peak_bytes"] > spec.budget:
+        peak = compiled.stats["peak_bytes"]
+        if tries == BUDGET_TRIES:
+            raise CheckpointError(
+                f"checkpoint: the planned peak is {peak} bytes, above budget="
+                f"{spec.budget} after {tries} compiles (the model of memory before "
+                "fusion allowed "
+                f"{spec.model_budget or spec.budget} bytes); give a larger budget"
+            )
+        model_budget = (spec.model_budget or spec.budget) * spec.budget // peak
+        spec = replace(spec, model_budget=model_budget)
+        settings = replace(settings, options={**settings.options, "checkpoint": spec})
+        compiled = _build_once(model, backend, settings)
+        tries += 1
+    compiled.stats["checkpoint_compiles"] = tries
+    return compiled
+
+
+def _build_once(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
     """Load ``model``, run the target's stages, let the target build the result."""
     seconds: dict[str, float] = {}
     start = time.perf_counter()
@@ -275,6 +305,8 @@ def _build(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
     conv_algo = algo_report(stage_ir["tg"]) if "tg" in stage_ir else {}
     if conv_algo:
         applied["conv_algo"] = conv_algo
+    if settings.options.get("grad") and "tg" in stage_ir:
+        applied.update(training_report(stage_ir["tg"]))
     return backend.build(module, stage_ir, settings, seconds, applied)
 
 

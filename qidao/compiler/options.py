@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from qidao.compiler.checkpoint import check_checkpoint
 from qidao.compiler.debug import debug_level, verify_policy
 from qidao.compiler.pipeline import check_mode
 
@@ -26,6 +27,7 @@ COMMON_OPTIONS: dict[str, Any] = {
     "tensor_cores": None,
     "grad": None,
     "optimizer": None,
+    "checkpoint": None,
 }
 """Options every target takes, with their defaults: ``fuse`` (the fusion pass in
 graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
@@ -40,7 +42,9 @@ None keeps them fp32) and ``grad`` (names of inputs or ONNX initializers: the ca
 also returns the gradient of ``sum(output 0)`` with respect to each, the
 ``autodiff`` pass) and ``optimizer`` (``qidao.optim.SGD``/``Adam``: the call
 also updates those weights, held by the compiled step; the ``apply-optimizer``
-pass)."""
+pass) and ``checkpoint`` (with ``grad``: keep every k-th activation, ``"sqrt"``,
+or ``{"budget": bytes}``, and recompute the rest in the backward: the
+``checkpoint`` pass, ``qidao.compiler.checkpoint``)."""
 
 TENSOR_CORES: tuple[str, ...] = ("tf32", "fp16")
 """The values of ``tensor_cores`` besides None: the inputs' precision on the tensor
@@ -93,6 +97,7 @@ def check_settings(
     _check_tensor_cores(merged["tensor_cores"], target, merged["schedule"])
     merged["grad"] = _check_grad(merged["grad"])
     _check_optimizer(merged["optimizer"], merged["grad"])
+    merged["checkpoint"] = check_checkpoint(merged["checkpoint"], merged["grad"])
     if not isinstance(merged["checks"], bool):
         raise TypeError(f"checks must be True or False, got {merged['checks']!r}")
     return Settings(

@@ -100,6 +100,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
             Step("materialize-padding"),
             _graph("dce"),
             _graph("fuse", when="fuse"),
+            Step("checkpoint", when="checkpoint", options=("checkpoint",)),
             _graph("collapse-matmul-batch"),
         ),
         "the tg graph after graph passes",
@@ -279,7 +280,11 @@ def stage_table(target: str = "cpu") -> str:
     return "\n".join(rows) + "\n"
 
 
-_WHEN_SHOWN = {"grad": "grad=[...]", "optimizer": "optimizer=..."}
+_WHEN_SHOWN = {
+    "grad": "grad=[...]",
+    "optimizer": "optimizer=...",
+    "checkpoint": "checkpoint=...",
+}
 """How the stage table shows a ``when`` option that is not a flag."""
 
 

@@ -40,6 +40,21 @@ from qidao.tools.tune import add_tune_parser
 DEFAULT_MODEL = "book"
 
 
+def _checkpoint_value(text: str) -> int | str | dict[str, int]:
+    """``--checkpoint``: ``4``, ``sqrt`` or ``budget=1000000`` (checked by
+    ``qidao.compile``)."""
+    if text.isdigit():
+        return int(text)
+    name, _, number = text.partition("=")
+    if name == "budget" and number.isdigit():
+        return {"budget": int(number)}
+    if text == "sqrt":
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: expected K (a positive integer), sqrt or budget=BYTES"
+    )
+
+
 def _compile(model: str, debug: int | None, **options: Any) -> Any:
     import qidao
 
@@ -51,6 +66,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         from qidao.tools.explain import stats_table
 
         grad = {"grad": args.grad} if args.grad else {}
+        if args.checkpoint is not None:
+            grad["checkpoint"] = args.checkpoint
         graph = _compile(
             args.model,
             args.debug,
@@ -72,6 +89,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         checks=args.checks,
         **({"target": args.target} if args.target != "cpu" else {}),
         **({"grad": args.grad} if args.grad else {}),
+        **({"checkpoint": args.checkpoint} if args.checkpoint is not None else {}),
     )
     from qidao.compiler.specialize import Specialized
 
@@ -200,6 +218,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_ladder(args)
     if args.workloads[:1] == ["train"]:  # training steps: qidao bench train [mlp ...]
         return cmd_bench_train(args)
+    if args.workloads[:1] == ["checkpoint"]:  # qidao bench checkpoint [mlp resnet]
+        return cmd_bench_checkpoint(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
     ]
@@ -279,6 +299,35 @@ def cmd_bench_train(args: argparse.Namespace) -> int:
     print(format_table(results))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
     return 1 if any(r.error for r in results) else 0
+
+
+def cmd_bench_checkpoint(args: argparse.Namespace) -> int:
+    from qidao.tools.bench_checkpoint import (
+        WORKLOADS,
+        format_table,
+        run_checkpoint_bench,
+    )
+    from qidao.tools.bench_train import measure_peak_gflops
+
+    if args.backends:
+        raise ValueError(
+            "'checkpoint' compares qidao with torch.utils.checkpoint: no --backends"
+        )
+    args.csv = args.csv or "bench-results/checkpoint.csv"
+    points = run_checkpoint_bench(
+        args.workloads[1:] or list(WORKLOADS),
+        ks=args.k,
+        threads=args.threads,
+        min_time=args.min_time,
+        csv_path=Path(args.csv),
+        plot_path=_plot_path(args, "bench-results/checkpoint.png"),
+        tiny=args.tiny,
+    )
+    peak = measure_peak_gflops(args.threads)
+    print(f"one core's FMA peak on this machine: {peak:.0f} GFLOP/s\n")
+    print(format_table(points))
+    print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
+    return 1 if any(p.error for p in points) else 0
 
 
 def cmd_bench_ladder(args: argparse.Namespace) -> int:
@@ -393,6 +442,15 @@ def _add_compile(sub: Any) -> None:
         help="append the gradient of sum(output 0) w.r.t. these inputs or ONNX "
         "initializers (the autodiff pass): forward and backward in one program",
     )
+    p.add_argument(
+        "--checkpoint",
+        type=_checkpoint_value,
+        default=None,
+        metavar="K|sqrt|budget=BYTES",
+        help="with --grad: keep every K-th segment's activation (or sqrt: K = "
+        "sqrt(N); budget=BYTES: the least recomputation under that peak) and "
+        "recompute the rest in the backward (the checkpoint pass)",
+    )
     _algo_argument(p)
     _checks_argument(p)
     p.add_argument("-o", "--output", help="write the stage to this file")
@@ -438,7 +496,9 @@ def _add_bench(sub: Any) -> None:
         nargs="*",
         help="built-in models (default: chain call16), or 'ladder': matmul N×N up "
         "the schedule ladder (naive, split, reorder, vectorize, parallel, ...), or "
-        "'train [mlp cnn encoder]': one SGD training step against PyTorch eager",
+        "'train [mlp cnn encoder]': one SGD training step against PyTorch eager, "
+        "or 'checkpoint [mlp resnet]': activation checkpointing's memory and time "
+        "over k, against torch.utils.checkpoint and the book's formulas",
     )
     p.add_argument(
         "--backends",
@@ -469,7 +529,15 @@ def _add_bench(sub: Any) -> None:
         "--min-time", type=float, default=1.0, help="seconds of timing per run"
     )
     p.add_argument(
-        "--tiny", action="store_true", help="train: the small test configurations"
+        "--tiny",
+        action="store_true",
+        help="train, checkpoint: the small test configurations",
+    )
+    p.add_argument(
+        "--k",
+        type=int,
+        nargs="+",
+        help="checkpoint: the k values to sweep (default: 1..N)",
     )
     p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
     p.set_defaults(run=cmd_bench)

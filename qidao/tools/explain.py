@@ -67,8 +67,36 @@ def stats_table(compiled: Compiled, eager: Compiled | None = None) -> str:
     for stage in list(after) + [s for s in before if s not in after]:
         lines.append(f"{stage:<28} {_ms(before, stage):>14} {_ms(after, stage):>14}")
     lines.append(f"{'total':<28} {_ms_total(before):>14} {_ms_total(after):>14}")
+    lines += training_lines(compiled, eager)
     lines += conv_algo_lines(compiled)
     return "\n".join(lines)
+
+
+_TRAINING_ROWS = (
+    ("saved_bytes", "activations kept for backward"),
+    ("recompute_flops", "recomputed FLOPs"),
+    ("step_flops", "FLOPs of the step"),
+)
+
+
+def training_lines(compiled: Compiled, eager: Compiled) -> list[str]:
+    """What a graph with gradients keeps for its backward and recomputes
+    (``stats["saved_bytes"]``, ...; the ``checkpoint`` pass), or nothing."""
+    if "saved_bytes" not in compiled.stats:
+        return []
+    lines = ["", f"{'training (bytes, FLOPs)':<28} {'eager':>14} {'graph':>14}"]
+    for key, label in _TRAINING_ROWS:
+        lines.append(
+            f"{label:<28} {eager.stats.get(key, 0):>14,} {compiled.stats[key]:>14,}"
+        )
+    shares = [f"{m.stats.get('recompute_share', 0.0):.1%}" for m in (eager, compiled)]
+    lines.append(f"{'recomputation share':<28} {shares[0]:>14} {shares[1]:>14}")
+    if "segments" in compiled.stats:
+        lines.append(
+            f"checkpoint: {compiled.stats['segments']} segments, "
+            f"{compiled.stats['kept']} boundaries kept"
+        )
+    return lines
 
 
 def conv_algo_lines(compiled: Compiled) -> list[str]:

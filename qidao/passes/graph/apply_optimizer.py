@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr, TensorType, f32
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects.tg.grad import Emit
@@ -89,7 +89,6 @@ class ApplyOptimizerPass(ModulePass):
         assert isinstance(ret, func.ReturnOp), "a tg function ends in func.return"
         inputs = _names(fn, "qd.input_names")
         outputs = _names(fn, "qd.output_names")
-        e = Emit(ret)
         scalar_names = (
             ("lr", "damp")
             if self.optimizer == "sgd"
@@ -111,8 +110,11 @@ class ApplyOptimizerPass(ModulePass):
             k = outputs.index(grad_name)
             if not is_float(w.type):
                 raise OptimizerError(f"apply-optimizer: weight '{name}' is {w.type}")
-            s = {n: e.as_type_of(v, w) for n, v in scalars.items()}
             g = results[k]
+            # the update right after the gradient (it fuses into the gradient's
+            # kernel, and the gradient's buffer dies there), not at the end
+            e = Emit(_after(g, ret))
+            s = {n: e.as_type_of(v, w) for n, v in scalars.items()}
             if self.weight_decay:
                 g = e.add(g, e.mul(w, self.weight_decay))
             states = self._state_names(name)
@@ -163,6 +165,14 @@ class ApplyOptimizerPass(ModulePass):
         denom = e.add(e.div(e.sqrt(new_v), s["bias_correction2_sqrt"]), self.eps)
         new_w = e.sub(w, e.mul(s["step_size"], e.div(new_m, denom)))
         return new_w, {m_name: new_m, v_name: new_v}
+
+
+def _after(value: SSAValue, ret: Operation) -> Operation:
+    """The op before which an update of ``value`` goes: the one after its
+    definition (``ret`` for a block argument)."""
+    if isinstance(value, OpResult) and value.op.next_op is not None:
+        return value.op.next_op
+    return ret
 
 
 def _new_arg(block: Block, t: Attribute, name: str) -> SSAValue:

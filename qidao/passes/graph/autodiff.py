@@ -120,6 +120,13 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
         )
     emit = _RecordingEmit(ret)
     grads: dict[SSAValue, SSAValue] = {loss: emit.full(shape_of(loss.type), 1.0, loss)}
+    # a target's gradient is complete after the vjp of its first user: made there,
+    # so that the values it reads die early (a weight's gradient reads the layer's
+    # input; made at the end, every activation would live to the end)
+    first_user = {
+        t: next((o for o in needed if t in o.operands), None) for t in targets
+    }
+    final: dict[SSAValue, SSAValue] = {}
     for o in reversed(needed):
         if len(o.results) > 1 and any(grads.get(r) is not None for r in o.results):
             raise AutodiffError(
@@ -140,15 +147,14 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
                 continue
             before = grads.get(operand)
             grads[operand] = dx if before is None else emit.add(before, dx)
+        for target in dict.fromkeys(v for v in o.operands if v in first_user):
+            found = grads.get(target)
+            if first_user[target] is o and found is not None and target not in final:
+                final[target] = emit.contiguous(emit.as_type_of(found, target))
     results: list[SSAValue] = []
     for target in targets:
-        found = grads.get(target)
-        g = (
-            emit.zeros_like(target)
-            if found is None
-            else emit.contiguous(emit.as_type_of(found, target))
-        )
-        results.append(g)
+        found = final.get(target)
+        results.append(emit.zeros_like(target) if found is None else found)
     ret.operands = [*ret.operands, *results]
     emit.erase_unused()
     fn.function_type = FunctionType.from_lists(

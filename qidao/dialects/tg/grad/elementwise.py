@@ -103,7 +103,10 @@ def _abs(e: Emit, op: AbsOp, g: SSAValue) -> Grads:
 
 @vjp(ReluOp)
 def _relu(e: Emit, op: ReluOp, g: SSAValue) -> Grads:
-    return [e.select(e.gt(op.input, 0.0), g, 0.0)]
+    # the result's sign, not the input's (the same mask): the backward keeps the
+    # relu's output, which the next layer's weight gradient reads anyway, and the
+    # input dies in the forward (PyTorch's threshold_backward reads the result too)
+    return [e.select(e.gt(op.result, 0.0), g, 0.0)]
 
 
 @vjp(ExpOp)

@@ -2,16 +2,17 @@
 // RUN: qidao-opt %s --split-input-file -p 'autodiff' | filecheck %s --check-prefix=NONE
 // RUN: not qidao-opt %s --split-input-file -p 'autodiff{wrt=nope}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 
-// The book's y = relu(x * w + b): the gradient of relu (select(pre > 0, 1, 0),
-// PyTorch's relu'(0) = 0) flows to b unchanged and to w times x; the results are
-// appended after y, named grad_<input>, in wrt order.
+// The book's y = relu(x * w + b): the gradient of relu (select(y > 0, 1, 0): the
+// output's sign, as PyTorch's threshold_backward, so the backward keeps y, not
+// the pre-activation; relu'(0) = 0) flows to b unchanged and to w times x; the
+// results are appended after y, named grad_<input>, in wrt order.
 // CHECK-LABEL: func.func @main(%x: tensor<f32>, %w: tensor<f32>, %b: tensor<f32>)
 // CHECK-SAME:    -> (tensor<f32>, tensor<f32>, tensor<f32>)
 // CHECK-SAME:    qd.output_names = ["y", "grad_w", "grad_b"]
 // CHECK:         %[[PRE:.*]] = tg.add
 // CHECK:         %y = tg.relu %[[PRE]]
 // CHECK:         %[[ONE:.*]] = tg.constant dense<1.000000e+00> : tensor<f32>
-// CHECK:         %[[POS:.*]] = tg.greater %[[PRE]], %{{.*}}
+// CHECK:         %[[POS:.*]] = tg.greater %y, %{{.*}}
 // CHECK:         %[[G:.*]] = tg.select %[[POS]], %[[ONE]], %{{.*}}
 // CHECK:         %[[GW:.*]] = tg.mul %[[G]], %x
 // CHECK:         func.return %y, %[[GW]], %[[G]] : tensor<f32>, tensor<f32>, tensor<f32>
