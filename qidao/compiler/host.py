@@ -4,9 +4,16 @@ and, per call, its launches and buffers."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 
 from qidao.dialects.tg.types import dtype_name, is_row_major
 from qidao.passes.kernels.plan_memory import memory_stats
@@ -77,7 +84,18 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return inputs, outputs
 
 
-def host_stats(affine: ModuleOp) -> dict[str, int]:
+def host_stats(affine: ModuleOp) -> dict[str, Any]:
     """Per call: kernel launches, intermediate buffers, their peak live bytes and
-    their traffic (see ``qidao.passes.kernels.plan_memory.memory_stats``)."""
-    return memory_stats(affine, entry_function(affine))
+    their traffic (see ``qidao.passes.kernels.plan_memory.memory_stats``); for a
+    training step whose updates are written in place (``update-in-place``),
+    ``in_place``: the [output, input] position pairs that share a buffer."""
+    host = entry_function(affine)
+    stats: dict[str, Any] = dict(memory_stats(affine, host))
+    pairs = host.attributes.get("qd.in_place")
+    if isinstance(pairs, ArrayAttr):
+        stats["in_place"] = [
+            [p.value.data for p in pair.data if isinstance(p, IntegerAttr)]
+            for pair in pairs.data
+            if isinstance(pair, ArrayAttr)
+        ]
+    return stats

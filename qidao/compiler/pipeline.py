@@ -109,6 +109,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
         "affine",
         (
             Step("convert-tg-to-affine"),
+            Step("update-in-place", when="optimizer", options=("wrt=grad",)),
             _graph("plan-memory"),
             Step("dedupe-kernels"),
         ),

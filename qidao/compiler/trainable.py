@@ -97,8 +97,11 @@ def save_safetensors(
 class TrainingStep(WithParameters):
     """A compiled training step: forward, backward and the optimizer's update in one
     program (the ``apply-optimizer`` pass). It holds the weights named in ``grad``
-    and the optimizer's state; each call runs one step on the given inputs, swaps
-    in the updated weights and returns the model's outputs.
+    and the optimizer's state; each call runs one step on the given inputs, updates
+    the weights and returns the model's outputs. On the CPU the updates are written
+    over the held arrays (``update-in-place``: ``inner.stats["in_place"]`` lists
+    the pairs), so an array taken from ``parameters`` changes with the next step
+    (copy it to keep it); where they are not, new arrays are swapped in.
 
     ```python
     step = qidao.compile(model, grad=["w", "b"], optimizer=qidao.optim.SGD(lr=0.1))
@@ -115,7 +118,12 @@ class TrainingStep(WithParameters):
         parameters: Mapping[str, Array],
         optimizer: Any,
     ) -> None:
-        super().__init__(inner, parameters)
+        # owned, row-major, writeable copies: the step may update them in place
+        owned = {
+            name: np.require(np.array(value, copy=True), requirements=["C", "A", "W"])
+            for name, value in parameters.items()
+        }
+        super().__init__(inner, owned)
         self.optimizer = optimizer
         """The hyper-parameters; ``lr`` may change between steps."""
         self.state: dict[str, Array] = {
@@ -137,11 +145,19 @@ class TrainingStep(WithParameters):
                 f"are held by the step; got {len(args)}"
             )
         scalars = self.optimizer.scalars(self.steps + 1)
-        results = self.inner(
+        inputs = [
             *self.arguments(args, len(args) + len(self.parameters)),
             *(np.array(v, np.float32) for v in scalars.values()),
             *self.state.values(),
-        )
+        ]
+        pairs = self.inner.stats.get("in_place") or []
+        call_into = getattr(self.inner, "call_into", None)
+        if pairs and call_into is not None:
+            # update-in-place: the new weights and states are written over the
+            # old ones, which the call gets as those outputs (no new buffers)
+            results = call_into(inputs, {j: inputs[i] for j, i in pairs})
+        else:
+            results = self.inner(*inputs)
         own = len(results) - len(self.parameters) - len(self.state)
         weights = results[own : own + len(self.parameters)]
         self.parameters = dict(zip(self.parameters, weights, strict=True))

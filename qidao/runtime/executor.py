@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,6 +284,43 @@ class NativeFunction:
 
     def _count_error(self, given: int) -> None:
         raise ArgumentError(f"{self._count_message}, got {given}")
+
+    def call_into(
+        self, inputs: Sequence[Any], given: Mapping[int, np.ndarray[Any, Any]]
+    ) -> list[np.ndarray[Any, Any]]:
+        """Call with the outputs at the positions of ``given`` written into those
+        arrays (row-major, aligned, writeable, of the output's dtype and shape);
+        the others are allocated. An input that is also given as an output must
+        be passed as it is (no copy), or the call would update a copy."""
+        if len(inputs) != len(self.inputs):
+            self._count_error(len(inputs))
+        checked = [self._check_slow(i, a) for i, a in enumerate(inputs)]
+        for i, (a, c) in enumerate(zip(inputs, checked, strict=True)):
+            if c is not a and any(o is a for o in given.values()):
+                raise ArgumentError(
+                    f"{self.entry}(): input '{self.inputs[i].name}' (#{i}) is also "
+                    "an output written in place; it must be a row-major, aligned, "
+                    f"writeable {self.inputs[i].describe()} array"
+                )
+        outs: list[np.ndarray[Any, Any]] = []
+        for j, spec in enumerate(self.outputs):
+            out = given.get(j)
+            if out is None:
+                out = empty_aligned(spec.shape, np.dtype(spec.dtype))
+            elif (
+                not isinstance(out, np.ndarray)
+                or out.dtype != np.dtype(spec.dtype)
+                or out.shape != spec.shape
+                or not (out.flags.c_contiguous and out.flags.aligned)
+                or not out.flags.writeable
+            ):
+                raise ArgumentError(
+                    f"{self.entry}(): the array given for output '{spec.name}' (#{j}) "
+                    f"must be a row-major, aligned, writeable {spec.describe()}"
+                )
+            outs.append(out)
+        self.raw(*checked, *outs)
+        return outs
 
     def raw(self, *arrays: np.ndarray[Any, Any]) -> None:
         """Unchecked call on C-contiguous inputs then preallocated outputs."""

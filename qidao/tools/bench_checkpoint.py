@@ -20,8 +20,8 @@ are to its own k = none run; PyTorch's to its own.
 What "peak" means on each side: qidao's ``peak_bytes`` is the largest sum of
 intermediate buffers alive at once in the planned program (the step's inputs,
 weights and outputs are not intermediates); the ``step MB`` column adds the
-outputs the step allocates (the loss and the new weights: the update is not in
-place). PyTorch's is the largest sum of bytes its CPU allocator holds during one
+outputs the call allocates (the loss: the updated weights are written over the
+old ones, ``update-in-place``). PyTorch's is the largest sum of bytes its CPU allocator holds during one
 step above what it held before (activations, gradients, temporaries).
 
 ```
@@ -121,7 +121,13 @@ def run_worker(
     )
     out["compile_s"] = time.perf_counter() - start
     stats = compiled.stats
-    out_bytes = 4 + sum(w.nbytes for w in weights.values())  # the loss, new weights
+    # the outputs the call allocates: the loss, and any update not in place
+    in_place = {j for j, _ in stats.get("in_place", [])}
+    out_bytes = sum(
+        int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
+        for j, spec in enumerate(getattr(compiled, "inner", compiled).outputs)
+        if j not in in_place
+    )
     out.update(
         peak_bytes=stats["peak_bytes"],
         step_bytes=stats["peak_bytes"] + out_bytes,

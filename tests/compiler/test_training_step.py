@@ -197,3 +197,48 @@ def test_weights_between_data_inputs_and_grad_in_another_order() -> None:
         np.testing.assert_allclose(
             step.parameters[name], value.detach().numpy(), rtol=1e-5, atol=1e-7
         )
+
+
+def test_the_updates_are_written_over_the_held_weights() -> None:
+    """update-in-place: every weight and momentum buffer is updated in its own
+    array (no new buffers), with the values of the swapping path's PyTorch."""
+    sgd = qidao.optim.SGD(lr=0.05, momentum=0.9)
+    weights = _weights()
+    step = qidao.compile(_mlp(), grad=list(weights), optimizer=sgd, weights=weights)
+    assert len(step.stats["in_place"]) == 2 * len(weights)  # weights, momenta
+    held = dict(step.parameters)
+    x, t = (
+        RNG.standard_normal((N, D), np.float32),
+        RNG.standard_normal((N, C), np.float32),
+    )
+    module = torch.nn.ParameterDict(
+        {k: torch.nn.Parameter(torch.from_numpy(v.copy())) for k, v in weights.items()}
+    )
+    reference = torch.optim.SGD(module.parameters(), lr=0.05, momentum=0.9)
+    for _ in range(3):
+        step(x, t)
+        reference.zero_grad()
+        h = torch.relu(torch.from_numpy(x) @ module["w1"] + module["b1"])
+        ((h @ module["w2"] - torch.from_numpy(t)) ** 2).mean().backward()
+        reference.step()
+    for name, array in step.parameters.items():
+        assert array is held[name]  # the same buffer, updated
+        np.testing.assert_allclose(
+            array, module[name].detach().numpy(), rtol=1e-5, atol=1e-6
+        )
+    assert not np.array_equal(held["w1"], weights["w1"])  # the caller's is a copy
+
+
+def test_call_into_checks_the_arrays_it_is_given() -> None:
+    weights = _weights()
+    step = qidao.compile(
+        _mlp(), grad=list(weights), optimizer=qidao.optim.SGD(lr=0.1), weights=weights
+    )
+    inner = step.inner
+    x, t = np.zeros((N, D), np.float32), np.zeros((N, C), np.float32)
+    inputs = [x, t, *step.parameters.values(), np.float32(0.1), np.float32(1.0)]
+    with pytest.raises(qidao.ArgumentError, match=r"output 'new_w1' .* must be"):
+        inner.call_into(inputs, {1: np.zeros((3, 3), np.float32)})
+    strided = np.zeros((H, D), np.float32).T  # the right shape, not row-major
+    with pytest.raises(qidao.ArgumentError, match="also an output written in place"):
+        inner.call_into([x, t, strided, *inputs[3:]], {1: strided})

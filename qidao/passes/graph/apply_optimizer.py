@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr, TensorTyp
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.tg.cost import FREE_OPS
 from qidao.dialects.tg.grad import Emit
 from qidao.dialects.tg.types import is_float
 from qidao.errors import UnsupportedError
@@ -111,9 +112,10 @@ class ApplyOptimizerPass(ModulePass):
             if not is_float(w.type):
                 raise OptimizerError(f"apply-optimizer: weight '{name}' is {w.type}")
             g = results[k]
-            # the update right after the gradient (it fuses into the gradient's
-            # kernel, and the gradient's buffer dies there), not at the end
-            e = Emit(_after(g, ret))
+            # the update as soon as the gradient is made and the weight read for
+            # the last time (its buffer dies there, and update-in-place may write
+            # the new weight over the old), not at the end
+            e = _MarkingEmit(_after([g, *_readers(w)], ret), name)
             s = {n: e.as_type_of(v, w) for n, v in scalars.items()}
             if self.weight_decay:
                 g = e.add(g, e.mul(w, self.weight_decay))
@@ -167,12 +169,42 @@ class ApplyOptimizerPass(ModulePass):
         return new_w, {m_name: new_m, v_name: new_v}
 
 
-def _after(value: SSAValue, ret: Operation) -> Operation:
-    """The op before which an update of ``value`` goes: the one after its
-    definition (``ret`` for a block argument)."""
-    if isinstance(value, OpResult) and value.op.next_op is not None:
-        return value.op.next_op
-    return ret
+def _readers(value: SSAValue) -> list[SSAValue]:
+    """The results of every op that reads ``value``, directly or through views."""
+    found: list[SSAValue] = []
+    work = [value]
+    while work:
+        for use in work.pop().uses:
+            found.extend(use.operation.results)
+            if isinstance(use.operation, FREE_OPS):
+                work.extend(use.operation.results)
+    return found
+
+
+def _after(values: list[SSAValue], ret: Operation) -> Operation:
+    """The op before which an update goes: the one after the last definition of
+    ``values`` (``ret`` when none is before it)."""
+    block = ret.parent_block()
+    assert block is not None
+    ops = [v.op for v in values if isinstance(v, OpResult) and v.op is not ret]
+    ops = [o for o in ops if o.parent_block() is block]
+    if not ops:
+        return block.first_op or ret
+    last = max(ops, key=block.get_operation_index)
+    return last.next_op or ret
+
+
+class _MarkingEmit(Emit):
+    """An ``Emit`` whose ops carry ``qd.update = "<weight>"``: ``fuse`` keeps them
+    out of matmul and convolution epilogues (``update-in-place``)."""
+
+    def __init__(self, anchor: Operation, weight: str) -> None:
+        super().__init__(anchor)
+        self.weight = StringAttr(weight)
+
+    def op(self, op: Operation) -> SSAValue:
+        op.attributes["qd.update"] = self.weight
+        return super().op(op)
 
 
 def _new_arg(block: Block, t: Attribute, name: str) -> SSAValue:

@@ -297,6 +297,7 @@ def _epilogue(anchor: Operation, block: Block) -> list[Operation]:
 def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
     return (
         _is_elementwise(op)
+        and "qd.update" not in op.attributes  # update-in-place needs its own kernel
         and op.parent is anchor.parent
         and shape_of(op.results[0].type) == shape_of(anchor.results[0].type)
         and element_of(op.results[0].type) == element_of(anchor.results[0].type)

@@ -116,7 +116,7 @@ from qidao.passes.kernels._plan_memory_liveness import (
     numel,
 )
 
-__all__ = ["PlanMemoryPass", "memory_stats"]
+__all__ = ["PlanMemoryPass", "memory_stats", "write_in_place"]
 
 
 @dataclass
@@ -208,7 +208,7 @@ def _plan_host(
     for k, slot in enumerate(shared):
         _rewrite(block, slot, f"slot{k}")
     for kernel, i, w in noalias_drops:
-        _write_in_place(kernel, i, w)
+        write_in_place(kernel, i, w)
 
 
 def _start(g: _Group) -> int:
@@ -350,7 +350,7 @@ def _row_major_strides(shape: tuple[int, ...]) -> list[int]:
     return strides
 
 
-def _write_in_place(kernel: func.FuncOp, i: int, w: int) -> None:
+def write_in_place(kernel: func.FuncOp, i: int, w: int) -> None:
     """The kernel, now called with argument ``w`` over argument ``i``'s memory:
     its stores to ``w`` go to ``i`` (the same memory, the same type) and both lose
     ``llvm.noalias``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,19 @@ class Compiled(CompiledProgram):
         if self.checks.checks:
             return self.checks.split(self._call(*arrays))
         return self._call(*arrays)  # type: ignore[no-any-return]
+
+    def call_into(
+        self, arrays: Sequence[Any], given: Mapping[int, np.ndarray[Any, Any]]
+    ) -> list[np.ndarray[Any, Any]]:
+        """Run the model with the outputs at the positions of ``given`` written into
+        those arrays (``NativeFunction.call_into``): a training step hands its
+        weights as the outputs that ``update-in-place`` writes over them."""
+        if self.checks.checks:
+            raise ValueError(
+                "call_into: a model compiled with checks=True returns its checks "
+                "after the outputs; call it as compiled(*inputs)"
+            )
+        return self.native.call_into(arrays, given)
 
     def _text(self, stage: str) -> str:
         # compiled part by part: the engine links the parts' texts when asked
