@@ -122,10 +122,11 @@ def run_worker(
     out["compile_s"] = time.perf_counter() - start
     stats = compiled.stats
     # the outputs the call allocates: the loss, and any update not in place
+    program: Any = getattr(compiled, "inner", compiled)
     in_place = {j for j, _ in stats.get("in_place", [])}
     out_bytes = sum(
         int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
-        for j, spec in enumerate(getattr(compiled, "inner", compiled).outputs)
+        for j, spec in enumerate(program.outputs)
         if j not in in_place
     )
     out.update(
