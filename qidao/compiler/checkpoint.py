@@ -5,14 +5,15 @@ graph keeps, checked before any work, and the budget check after the planner.
 qidao.compile(model, grad=[...], checkpoint=4)                  # every 4th segment
 qidao.compile(model, grad=[...], checkpoint="sqrt")             # k = round(sqrt(N))
 qidao.compile(model, grad=[...], checkpoint={"budget": 8 << 20})  # peak <= 8 MiB
+qidao.compile(model, grad=[...], checkpoint={"budget": 8 << 20, "search": "exact"})
 ```
 
 The ``checkpoint`` pass (``qidao.passes.graph.checkpoint``) does the work; this
 module turns the option into the pass's options and, in budget mode, makes the
 budget hold for the peak the memory planner measures (``stats["peak_bytes"]``):
-the pass searches with a model of memory before fusion, so when the planned peak
-lands above the budget, the model's budget is scaled down by the overshoot and the
-graph compiled again (at most :data:`BUDGET_TRIES` times, else an error naming
+the pass searches with a model of memory (the fused graph's tensors, without the
+planner's slot sharing), so when the planned peak lands above the budget, the
+model's budget is scaled down by the overshoot and the graph compiled again (at most :data:`BUDGET_TRIES` times, else an error naming
 both numbers).
 """
 
@@ -35,12 +36,13 @@ class Checkpointing:
     every: int = 0
     sqrt: bool = False
     budget: int = 0
+    exact: bool = False
     model_budget: int = 0
     kind: str = "checkpoint"
 
     def pass_options(self) -> dict[str, Any]:
         if self.budget:
-            return {"budget": self.model_budget or self.budget}
+            return {"budget": self.model_budget or self.budget, "exact": self.exact}
         if self.sqrt:
             return {"sqrt": True}
         return {"every": self.every}
@@ -63,10 +65,23 @@ def check_checkpoint(value: object, grad: list[str] | None) -> Checkpointing | N
         return Checkpointing(every=value)
     if value == "sqrt":
         return Checkpointing(sqrt=True)
-    if isinstance(value, dict) and set(value) == {"budget"}:
-        budget = value["budget"]
-        if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
-            return Checkpointing(budget=budget)
+    if (
+        isinstance(value, dict)
+        and "budget" in value
+        and set(value)
+        <= {
+            "budget",
+            "search",
+        }
+    ):
+        budget, search = value["budget"], value.get("search", "greedy")
+        if (
+            isinstance(budget, int)
+            and not isinstance(budget, bool)
+            and budget > 0
+            and search in ("greedy", "exact")
+        ):
+            return Checkpointing(budget=budget, exact=search == "exact")
     raise ArgumentError(_usage(value))
 
 
@@ -74,5 +89,6 @@ def _usage(value: object) -> str:
     return (
         f"checkpoint={value!r}; expected a positive integer k (keep every k-th "
         "segment's activation), 'sqrt' (k = round(sqrt(N))) or {'budget': bytes} "
-        "(the least recomputation whose peak stays under that many bytes)"
+        "(the least recomputation whose peak stays under that many bytes; "
+        "'search': 'greedy' (the default) or 'exact' (N <= 16))"
     )

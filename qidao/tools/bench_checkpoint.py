@@ -11,7 +11,9 @@ rtol 1e-6) and times the step (median). PyTorch runs in its own process: the sam
 model, ``torch.utils.checkpoint`` on the same groups of k segments (the last group
 plain), its peak from the profiler's allocation events
 (``qidao.tools.checkpoint_models.torch_peak_bytes``). The ``budget`` row compiles
-with ``checkpoint={"budget": 40% of the un-checkpointed peak}``.
+with ``checkpoint={"budget": 40% of the un-checkpointed peak}`` (the greedy
+search), and for a workload of at most 16 segments the ``budget-exact`` row with
+``"search": "exact"`` (every set of kept boundaries tried).
 
 The book's model (N layers, one activation each; forward 1, backward 2 units):
 memory (k + N/k)/N of no checkpointing, time (4 - k/N)/3. qidao's measured ratios
@@ -45,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from qidao.passes.graph.checkpoint import MAX_EXACT_SEGMENTS
 from qidao.tools.bench import time_calls, worker_env
 from qidao.tools.checkpoint_models import CHECKPOINT_MODELS
 
@@ -78,6 +81,8 @@ def _checkpoint_option(setting: str) -> Any:
         return None
     if setting.startswith("budget="):
         return {"budget": int(setting.partition("=")[2])}
+    if setting.startswith("budget-exact="):
+        return {"budget": int(setting.partition("=")[2]), "search": "exact"}
     return int(setting)
 
 
@@ -221,14 +226,16 @@ def run_checkpoint_bench(
         settings = ["none", *(str(k) for k in (ks or range(1, n + 1)) if k <= n)]
         jobs += [(name, b, s) for s in settings for b in ("qidao", "torch")]
         jobs.append((name, "qidao", "budget"))
+        if n <= MAX_EXACT_SEGMENTS:  # the exact search, beside the greedy one
+            jobs.append((name, "qidao", "budget-exact"))
     points: list[Point] = []
     bar = tqdm(jobs, desc="bench checkpoint", unit="run", disable=not progress)
     for name, backend, setting in bar:
-        if setting == "budget":
+        if setting.startswith("budget"):
             plain = _find(points, name, "qidao", "none")
             if plain is None or plain.error:
                 continue
-            setting = f"budget={int(plain.peak_bytes * BUDGET_SHARE)}"
+            setting = f"{setting}={int(plain.peak_bytes * BUDGET_SHARE)}"
         bar.set_postfix_str(f"{name}/{backend}/{setting}")
         points.append(run_one(name, backend, setting, threads, min_time, tiny))
     if csv_path is not None:
@@ -373,10 +380,10 @@ def plot(points: Sequence[Point], path: Path) -> None:
                 row[2].plot(
                     [r[1]],
                     [r[0]],
-                    "*",
+                    "*" if p.setting.startswith("budget=") else "P",
                     color="tab:green",
                     markersize=12,
-                    label=f"qidao budget {BUDGET_SHARE:.0%}",
+                    label=f"qidao {p.setting.partition('=')[0]} {BUDGET_SHARE:.0%}",
                 )
         row[0].set_title(f"{name}: peak memory / no checkpointing")
         row[1].set_title(f"{name}: step time / no checkpointing")

@@ -94,7 +94,8 @@ def training_lines(compiled: Compiled, eager: Compiled) -> list[str]:
     if "segments" in compiled.stats:
         lines.append(
             f"checkpoint: {compiled.stats['segments']} segments, "
-            f"{compiled.stats['kept']} boundaries kept"
+            f"{compiled.stats['kept']} of {compiled.stats['segments'] - 1} "
+            "boundaries kept"
         )
     return lines
 

@@ -71,10 +71,31 @@ def test_compile_grad_appends_the_gradients(
     assert main(["compile", "book", "--grad", "w,b"]) == 0
     out = capsys.readouterr().out
     assert 'qd.output_names = ["output0", "grad_w", "grad_b"]' in out
-    assert "tg.greater" in out  # relu's gradient: select(x > 0, g, 0)
+    assert "tg.greater" in out  # relu's gradient: select(y > 0, g, 0)
     with pytest.raises(SystemExit):
         main(["compile", "book", "--grad", "w,,b"])
     assert "expected comma-separated input names" in capsys.readouterr().err
+
+
+CHECKPOINTED = Path(__file__).parents[1] / "filecheck/passes/graph/checkpoint.mlir"
+
+
+def test_compile_checkpoint_stats_show_the_trade(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    model = tmp_path / "mlp.mlir"  # the FileCheck test's first function
+    model.write_text(CHECKPOINTED.read_text().split("// -----")[0])
+    args = ["compile", str(model), "--grad", "w0,w1,w2", "--stats"]
+    assert main([*args, "--checkpoint", "2"]) == 0
+    out = capsys.readouterr().out
+    # segment 1 (x @ w0, relu: 4*8*8*2 + 32 FLOPs, as the FileCheck test says)
+    assert "recomputed FLOPs                        544            544" in out
+    assert "checkpoint: 3 segments, 1 of 2 boundaries kept" in out
+    with pytest.raises(SystemExit):
+        main([*args, "--checkpoint", "often"])
+    assert "expected K (a positive integer), sqrt or budget=BYTES" in (
+        capsys.readouterr().err
+    )
 
 
 def test_run_mode_eager_gives_seven(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,10 +2,12 @@
 recompute the others in the backward, trading time for memory.
 
 ``checkpoint{every=4}`` (``qidao.compile(model, grad=[...], checkpoint=4)``) runs
-after ``autodiff`` (and ``cse``, which would merge the recomputation back into the
-forward). The forward — the ops that output 0, the loss, depends on — is cut into
-N *segments*, one per matmul or convolution with the elementwise ops after it, or
-a whole residual block (``_checkpoint_plan``). The activation at the end of every
+at the end of the graph passes, after ``fuse`` (earlier, ``cse`` would merge the
+recomputation back into the forward, and the memory model would count values
+that fusion removes; on unfused IR, eager mode, it works the same). The forward —
+the ops that output 0, the loss, depends on — is cut into N *segments*, one per
+matmul or convolution (or fusion group holding one) with the ops after it, or a
+whole residual block (``_checkpoint_plan``). The activation at the end of every
 k-th segment is kept for the backward; the groups of segments between kept
 activations are recomputed from the kept activation before them, each just before
 the first backward op that reads one of its values, so only one group's
@@ -20,9 +22,10 @@ when the backward starts anyway.
   smallest largest group) until the peak fits; the every-k plans (k = 1..N) are
   candidates too, and the fitting plan with the fewest recomputed FLOPs wins. The
   model is ``_checkpoint_plan.simulate`` (every tensor alive from its op to its
-  last reader, before fusion). Not optimal: an exact search over the 2^(N-1) sets
-  of kept boundaries is out of reach at N = 20. A budget nothing fits is an error naming
-  the smallest peak reached. ``qidao.compile`` checks the planned peak
+  last reader, after fusion). Not optimal in general: ``exact=true`` tries all
+  2^(N-1) sets of kept boundaries instead (N <= 16; about a second per 1000 sets),
+  for the fewest recomputed FLOPs, then the lowest peak. A budget nothing fits is
+  an error naming the smallest peak reached. ``qidao.compile`` checks the planned peak
   (``stats["peak_bytes"]``) against B after the memory planner, and tightens the
   model's budget when fusion and slot sharing land above it.
 
@@ -30,18 +33,20 @@ Recomputed ops carry ``qd.recompute = <group>``; the function gets
 ``qd.checkpoint = {segments, kept, recompute_flops}`` for ``compiled.stats``.
 Results are unchanged: the clones are the same ops on the same values (bitwise the
 same gradients when the same kernels run). Refused, naming the op: recomputing an
-op that is not ``Pure`` (a random op, an in-place update, a call); and more than
-one of ``every``, ``sqrt``, ``budget``.
+op that is not ``Pure`` (a random op, an in-place update, a call); more than one
+of ``every``, ``sqrt``, ``budget``; ``exact`` with more than 16 segments.
 
-Before (``autodiff`` has run; two segments: ``%h`` is the boundary):
+Before (``autodiff`` has run; three segments, boundaries ``%h0`` and ``%h1``):
 ```mlir
-%a = tg.matmul %x, %w0t ; %h = tg.relu %a          // segment 0
-%b = tg.matmul %h, %w1t ; %l = ...                 // segment 1
-... backward: tg.greater %h, 0 ... tg.matmul %gt, %h ...
+%a0 = tg.matmul %x, %w0 ; %h0 = tg.relu %a0        // segment 0
+%a1 = tg.matmul %h0, %w1 ; %h1 = tg.relu %a1       // segment 1
+%a2 = tg.matmul %h1, %w2 ; %loss = tg.reduce_sum %a2   // segment 2
+... backward: ... tg.greater %h1, 0 ... tg.matmul(transpose %h0, %g) ...
 ```
-After ``checkpoint{every=2}`` nothing is kept but the input; the backward of
-segment 0 reads ``%h_1 = tg.relu(tg.matmul %x, %w0t) {qd.recompute = 0}``, cloned
-in front of its first backward reader, and ``%h`` dies in the forward.
+After ``checkpoint{every=2}``: ``%h1`` (the end of segment 1, 0-based) is kept;
+segments 0-1 are a group whose backward reads ``%h0_1 = tg.relu(tg.matmul %x,
+%w0) {qd.recompute = 0}``, cloned in front of its first backward reader, and
+``%h0`` dies in the forward (tests/filecheck/passes/graph/checkpoint.mlir).
 """
 
 from __future__ import annotations
@@ -84,6 +89,9 @@ class CheckpointPass(ModulePass):
     """``every`` = round(sqrt(N)) for N segments."""
     budget: int = 0
     """Bytes the modelled peak must stay under (0: not this mode)."""
+    exact: bool = False
+    """With ``budget``: try every set of kept boundaries (N <= 16) instead of the
+    greedy search."""
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         modes = [bool(self.every), self.sqrt, bool(self.budget)]
@@ -101,7 +109,7 @@ class CheckpointPass(ModulePass):
             return
         fn = main[0]
         chain = chain_of(fn)
-        kept = choose(chain, self.every, self.sqrt, self.budget)
+        kept = choose(chain, self.every, self.sqrt, self.budget, self.exact)
         recomputes = plan(chain, kept)
         for r in recomputes:
             _apply(chain, r)
@@ -115,12 +123,17 @@ class CheckpointPass(ModulePass):
 
 
 def choose(
-    chain: Chain, k: int = 0, sqrt: bool = False, budget: int = 0
+    chain: Chain,
+    k: int = 0,
+    sqrt: bool = False,
+    budget: int = 0,
+    exact: bool = False,
 ) -> frozenset[int]:
     """The boundaries to keep: every ``k``-th, every round(sqrt(N))-th, or the
-    search under ``budget`` bytes (see the module docstring)."""
+    search under ``budget`` bytes (greedy, or ``exact``: see the module
+    docstring)."""
     if budget:
-        return _greedy(chain, budget)
+        return _exact(chain, budget) if exact else _greedy(chain, budget)
     if sqrt:
         k = max(1, round(math.sqrt(len(chain.segments))))
     return every(chain, k)
@@ -159,6 +172,38 @@ def _greedy(chain: Chain, budget: int) -> frozenset[int]:
             f"smallest modelled peak is {smallest} bytes ({n} segments)"
         )
     return frozenset(min(fits)[2])
+
+
+MAX_EXACT_SEGMENTS = 16
+"""The exact search tries 2^(N-1) kept sets: up to N = 16 (32 768 plans)."""
+
+
+def _exact(chain: Chain, budget: int) -> frozenset[int]:
+    """The fewest recomputed FLOPs (then the lowest peak) over every set of kept
+    boundaries whose modelled peak fits ``budget``."""
+    n = len(chain.segments)
+    if n > MAX_EXACT_SEGMENTS:
+        raise CheckpointError(
+            f"checkpoint: the exact search tries all 2^{n - 1} sets of kept "
+            f"boundaries of {n} segments; it takes at most {MAX_EXACT_SEGMENTS} "
+            "segments (use the greedy search)"
+        )
+    best: tuple[int, int, list[int]] | None = None
+    smallest = -1
+    for mask in range(1 << (n - 1)):
+        kept = frozenset(i for i in range(n - 1) if mask >> i & 1)
+        recomputes = plan(chain, kept)
+        peak = simulate(chain, recomputes)
+        smallest = peak if smallest < 0 else min(smallest, peak)
+        if peak <= budget:
+            key = (recompute_flops(recomputes), peak, sorted(kept))
+            best = key if best is None else min(best, key)
+    if best is None:
+        raise CheckpointError(
+            f"checkpoint: no plan keeps the peak under budget={budget} bytes; the "
+            f"smallest modelled peak is {smallest} bytes ({n} segments)"
+        )
+    return frozenset(best[2])
 
 
 def _apply(chain: Chain, r: Recompute) -> None:

@@ -8,11 +8,20 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects import func
+from xdsl.parser import Parser
 
 import qidao
+from qidao.compiler.context import make_context
 from qidao.errors import ArgumentError
 from qidao.frontend.builder import Graph
-from qidao.passes.graph.checkpoint import CheckpointError
+from qidao.passes.graph._checkpoint_plan import (
+    chain_of,
+    plan,
+    recompute_flops,
+    simulate,
+)
+from qidao.passes.graph.checkpoint import CheckpointError, choose
 from qidao.tools.train_models import cross_entropy, linear
 
 Array = np.ndarray[Any, Any]
@@ -134,3 +143,50 @@ def test_checkpoint_needs_grad() -> None:
     g, _ = deep(3)
     with pytest.raises(ArgumentError, match="it needs grad"):
         qidao.compile(g, checkpoint=2)
+
+
+@pytest.mark.parametrize("residual", [False, True], ids=["mlp", "residual"])
+def test_the_exact_search_never_recomputes_more_than_the_greedy_one(
+    residual: bool,
+) -> None:
+    """Both searches on the same model of memory (the fused training graph): the
+    exact one tries every kept set, so at each budget its plan recomputes at most
+    the greedy plan's FLOPs, and both stay under the budget."""
+    g, names = deep(7, residual)
+    module = Parser(
+        make_context(), qidao.compile(g, grad=names).ir("tg")
+    ).parse_module()
+    chain = chain_of(next(f for f in module.ops if isinstance(f, func.FuncOp)))
+    full = simulate(chain, plan(chain, frozenset(range(len(chain.boundaries)))))
+    fitted = 0
+    for share in (0.9, 0.8, 0.7, 0.6, 0.5):
+        budget = int(full * share)
+        try:
+            exact = plan(chain, choose(chain, budget=budget, exact=True))
+        except CheckpointError:  # nothing fits: the greedy search finds nothing
+            with pytest.raises(CheckpointError, match="no plan keeps the peak"):
+                choose(chain, budget=budget)
+            continue
+        greedy = plan(chain, choose(chain, budget=budget))
+        assert simulate(chain, greedy) <= budget and simulate(chain, exact) <= budget
+        assert recompute_flops(exact) <= recompute_flops(greedy), share
+        fitted += 1
+    assert fitted >= 2
+
+
+def test_the_exact_search_compiles_and_refuses_long_chains() -> None:
+    g, names = deep(6)
+    args = inputs(g, names)
+    plain = qidao.compile(g, grad=names, threads=1)
+    budget = int(plain.stats["peak_bytes"] * 0.7)
+    f = qidao.compile(
+        g, grad=names, threads=1, checkpoint={"budget": budget, "search": "exact"}
+    )
+    assert f.stats["peak_bytes"] <= budget
+    for got, want in zip(f(*args), plain(*args), strict=True):
+        np.testing.assert_array_equal(got, want)
+    g20, names20 = deep(20)
+    with pytest.raises(CheckpointError, match="it takes at most 16 segments"):
+        qidao.compile(g20, grad=names20, checkpoint={"budget": 1, "search": "exact"})
+    with pytest.raises(ArgumentError, match="'search': 'greedy'"):
+        qidao.compile(g, grad=names, checkpoint={"budget": 1, "search": "best"})

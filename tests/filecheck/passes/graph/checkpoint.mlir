@@ -2,6 +2,7 @@
 // RUN: qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint{every=3}' | filecheck %s --check-prefix=ALL
 // RUN: qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint{every=1}' | filecheck %s --check-prefix=K1
 // RUN: qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint{budget=100000}' | filecheck %s --check-prefix=ALL
+// RUN: qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint{budget=100000 exact=true}' | filecheck %s --check-prefix=ALL
 // RUN: qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint' | filecheck %s --check-prefix=OFF
 // RUN: not qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint{budget=100}' 2>&1 | filecheck %s --check-prefix=BUDGET
 // RUN: not qidao-opt %s --split-input-file -p 'autodiff{wrt=w0,w1,w2},checkpoint{every=2 budget=100}' 2>&1 | filecheck %s --check-prefix=BOTH
@@ -25,7 +26,7 @@
 // CHECK:         func.return
 
 // every=3 (k = N) keeps no boundary: one group, the last, nothing recomputed.
-// A budget that needs no recomputation recomputes nothing.
+// A budget that needs no recomputation recomputes nothing (greedy or exact).
 // ALL-LABEL: func.func @main
 // ALL-SAME:    recompute_flops = 0 : i64
 // ALL-NOT:     qd.recompute =
