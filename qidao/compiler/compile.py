@@ -104,7 +104,9 @@ def compile(
     tune`` JSON-lines file) gives each kernel with a record for its workload, this
     CPU and ``threads`` its best tuned trace; the other kernels get ``schedule``
     (``stats["records"]`` says which got what); ``profile=True`` times every kernel
-    (``Compiled.profile``). CUDA options: ``device`` (``"cuda"``, or ``"emulate"``:
+    (``Compiled.profile``); ``update_in_place`` (default True) makes a training
+    step write its updated weights and optimizer states over the old ones (the
+    ``update-in-place`` pass; False: new buffers each step). CUDA options: ``device`` (``"cuda"``, or ``"emulate"``:
     the same CUDA C run on the CPU); ``records`` (a ``qidao tune --target cuda``
     file) as on the CPU, its records keyed by the GPU's model and compute
     capability (``"emulator"`` for ``device="emulate"``).
@@ -121,6 +123,12 @@ def compile(
     (initializers keep the model's values; graph inputs take theirs from
     ``weights=``, a dict or a ``.safetensors`` file) and the optimizer's state,
     and each call takes the other inputs and returns the outputs.
+
+    ``checkpoint`` (with ``grad``: ``k``, ``"sqrt"``, ``{"budget": bytes}`` or
+    ``{"budget": bytes, "search": "exact"}``) keeps every k-th activation of the
+    forward (or the fewest that fit the budget) and recomputes the rest in the
+    backward (the ``checkpoint`` pass; ``stats["saved_bytes"]``,
+    ``stats["recompute_flops"]``, ``stats["recompute_share"]``).
 
     ``weights`` (an ONNX model only: a ``.safetensors`` path or a dict of arrays)
     binds the model's initializers and graph inputs by name to those tensors

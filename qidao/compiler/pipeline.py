@@ -109,7 +109,8 @@ COMMON_STAGES: tuple[Stage, ...] = (
         "affine",
         (
             Step("convert-tg-to-affine"),
-            Step("update-in-place", when="optimizer", options=("wrt=grad",)),
+            # the CPU's option (its TrainingStep hands the weights as outputs)
+            Step("update-in-place", when="update_in_place", options=("wrt=grad",)),
             _graph("plan-memory"),
             Step("dedupe-kernels"),
         ),
@@ -285,6 +286,7 @@ _WHEN_SHOWN = {
     "grad": "grad=[...]",
     "optimizer": "optimizer=...",
     "checkpoint": "checkpoint=...",
+    "update_in_place": "optimizer=...` on the CPU, `update_in_place=True",
 }
 """How the stage table shows a ``when`` option that is not a flag."""
 

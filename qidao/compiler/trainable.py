@@ -151,8 +151,14 @@ class TrainingStep(WithParameters):
             *self.state.values(),
         ]
         pairs = self.inner.stats.get("in_place") or []
-        call_into = getattr(self.inner, "call_into", None)
-        if pairs and call_into is not None:
+        call_into: Any = getattr(self.inner, "call_into", None)
+        if pairs and call_into is None:  # the program writes over its inputs
+            raise RuntimeError(
+                f"internal error: the step's program writes {len(pairs)} update(s) "
+                f"in place, but {type(self.inner).__name__} cannot take its "
+                "weights as outputs (update-in-place runs for the CPU target only)"
+            )
+        if pairs:
             # update-in-place: the new weights and states are written over the
             # old ones, which the call gets as those outputs (no new buffers)
             results = call_into(inputs, {j: inputs[i] for j, i in pairs})

@@ -36,9 +36,19 @@ class CpuTarget:
     name = "cpu"
     cache = True
     """Compiled programs go to the compile cache (``qidao.compiler.cache``)."""
-    options: dict[str, Any] = {"opt_level": 3, "records": None, "profile": False}
+    options: dict[str, Any] = {
+        "opt_level": 3,
+        "records": None,
+        "profile": False,
+        "update_in_place": True,
+    }
 
     def check(self, settings: Settings) -> None:
+        if not isinstance(settings.options["update_in_place"], bool):
+            raise TypeError(
+                "update_in_place must be True or False, got "
+                f"{settings.options['update_in_place']!r}"
+            )
         level = settings.options["opt_level"]
         if level not in (0, 1, 2, 3) or isinstance(level, bool):
             raise ValueError(f"opt_level must be 0, 1, 2 or 3 (LLVM's), got {level!r}")
