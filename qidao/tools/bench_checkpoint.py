@@ -207,9 +207,11 @@ def run_checkpoint_bench(
     plot_path: Path | None = None,
     tiny: bool = False,
     progress: bool = True,
+    budget_share: float = BUDGET_SHARE,
 ) -> list[Point]:
-    """Every workload: k = none, the ``ks`` (default 1..N) and the budget row, for
-    qidao and PyTorch (PyTorch has no budget mode)."""
+    """Every workload: k = none, the ``ks`` (default 1..N) and the budget rows
+    (``budget_share`` of the un-checkpointed peak), for qidao and PyTorch (PyTorch
+    has no budget mode)."""
     from tqdm import tqdm
 
     from qidao.tools.checkpoint_models import checkpoint_model
@@ -235,7 +237,7 @@ def run_checkpoint_bench(
             plain = _find(points, name, "qidao", "none")
             if plain is None or plain.error:
                 continue
-            setting = f"{setting}={int(plain.peak_bytes * BUDGET_SHARE)}"
+            setting = f"{setting}={int(plain.peak_bytes * budget_share)}"
         bar.set_postfix_str(f"{name}/{backend}/{setting}")
         points.append(run_one(name, backend, setting, threads, min_time, tiny))
     if csv_path is not None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from qidao.tools.bench_checkpoint import (
-    BUDGET_SHARE,
     book_memory,
     book_time,
     format_table,
@@ -36,6 +35,9 @@ def test_a_sweep_point_per_process(tmp_path: Path) -> None:
         plot_path=tmp_path / "checkpoint.png",
         tiny=True,
         progress=False,
+        # the tiny MLP's weight gradients (32 x 32) outweigh its activations (8 x
+        # 32): 40% of its peak is below what any plan reaches
+        budget_share=0.6,
     )
     assert [(p.backend, p.setting) for p in points][:4] == [
         ("qidao", "none"),
@@ -50,7 +52,7 @@ def test_a_sweep_point_per_process(tmp_path: Path) -> None:
     memory = ratios(points, by["qidao", "4"])
     assert memory is not None and memory[0] < 0.5
     budget = by["qidao", "budget"]
-    assert budget.peak_bytes <= BUDGET_SHARE * by["qidao", "none"].peak_bytes
+    assert budget.peak_bytes <= 0.6 * by["qidao", "none"].peak_bytes
     assert budget.grads_match == "bitwise"
     assert "| mlp | 4 | 4 |" in format_table(points)
     assert (tmp_path / "checkpoint.csv").read_text().startswith("workload,backend")

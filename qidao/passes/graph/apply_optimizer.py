@@ -203,7 +203,8 @@ class _MarkingEmit(Emit):
         self.weight = StringAttr(weight)
 
     def op(self, op: Operation) -> SSAValue:
-        op.attributes["qd.update"] = self.weight
+        if op.operands:  # a constant joins no epilogue on its own
+            op.attributes["qd.update"] = self.weight
         return super().op(op)
 
 

@@ -13,11 +13,15 @@ func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<f32>, tensor<4x
 }
 
 // Plain sgd gives new_w = w - lr * g; the scalars enter as f32 inputs (damp is unused
-// without momentum).
+// without momentum). The update goes right after the gradient and the weight's last
+// reader (%p), not at the end, and its ops are marked qd.update (fuse keeps them out
+// of matmul epilogues, so update-in-place can write new_w over w).
 // SGD:      func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>, %lr: tensor<f32>, %damp: tensor<f32>) -> (tensor<f32>, tensor<4xf32>)
 // SGD-SAME:   qd.input_names = ["x", "w", "lr", "damp"], qd.output_names = ["loss", "new_w"]
-// SGD:        %[[STEP:.*]] = tg.mul %lr, %x
-// SGD-NEXT:   %[[NEW:.*]] = tg.sub %w, %[[STEP]]
+// SGD:        %p = tg.mul %x, %w
+// SGD-NEXT:   %[[STEP:.*]] = tg.mul %lr, %x {qd.update = "w"}
+// SGD-NEXT:   %[[NEW:.*]] = tg.sub %w, %[[STEP]] {qd.update = "w"}
+// SGD-NEXT:   %loss = tg.reduce_sum %p
 // SGD-NEXT:   func.return %loss, %[[NEW]]
 
 // Momentum and weight decay: g = grad + 0.01 w, buf = 0.9 buf + damp g,
