@@ -256,7 +256,7 @@ def _with_host_attributes(ir_text: str, cpu: str, features: str) -> str:
     """Give every defined function ``"target-cpu"``/``"target-features"`` attributes,
     and on an AVX-512 host the 512-bit vector width (see the module docstring)."""
     width = ""
-    if "+avx512f" in features:
+    if "+avx512f" in features.split(","):
         width = ' "prefer-vector-width"="512" "min-legal-vector-width"="512"'
     group = (
         f'attributes #9999 = {{ "target-cpu"="{cpu}" "target-features"="{features}"'
