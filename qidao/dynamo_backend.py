@@ -14,7 +14,21 @@ parameter, requires grad), nothing is frozen: the graph goes through AOTAutograd
 as Inductor's does, and its forward and backward graphs are each compiled by qidao
 (``qidao/frontend/fx_training.py``), so ``loss.backward()`` and torch optimizers
 work as usual. ``options={"strict": True}`` then raises one error naming the
-unsupported ops of both graphs instead of running them in PyTorch.
+unsupported ops of both graphs instead of running them in PyTorch. qidao's own
+training options (``grad``, ``optimizer``, ``checkpoint``) are refused: the
+gradients come from ``loss.backward()``, the update from a ``torch.optim``
+optimizer, and checkpointing from ``torch.utils.checkpoint`` in the model (its
+recomputation tags survive AOTAutograd's partition; qidao compiles the forward
+and the backward graph separately, so its own ``checkpoint`` pass, which needs
+both in one program, cannot run here).
+
+Errors. Dynamo wraps whatever a backend raises while compiling in its
+``BackendCompilerFailed``, whose message starts ``backend='qidao' raised:``. So
+that a refusal reaches the user as qidao raised it (a ``qidao.QidaoError``, such
+as the ``UnsupportedTorchOpsError`` of ``strict``, or the ``TypeError`` of an
+unknown option), the backend returns a graph that raises it when called
+(``Refused``): the first call of the compiled model raises it, unwrapped, with its
+traceback.
 
 It sits beside ``onnx_backend.py``, above the compiler: the frontend
 (``qidao/frontend/fx_backend.py``) never imports the compiler.
@@ -32,6 +46,30 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.compile import compile
+from qidao.errors import ArgumentError, QidaoError
+
+TRAINING_OPTIONS: dict[str, str] = {
+    "grad": (
+        "under torch.compile the gradients come from loss.backward() (AOTAutograd "
+        "makes the backward graph, and qidao compiles it): drop grad=, call "
+        "loss.backward() and read each parameter's .grad"
+    ),
+    "optimizer": (
+        "under torch.compile the parameters stay PyTorch's: update them with a "
+        "torch.optim optimizer (optimizer.step() after loss.backward())"
+    ),
+    "checkpoint": (
+        "under torch.compile AOTAutograd splits the training graph into a forward "
+        "and a backward graph, which qidao compiles separately, so its checkpoint "
+        "pass (which needs both in one program) cannot choose what to recompute. "
+        "Wrap the blocks to recompute in torch.utils.checkpoint.checkpoint(block, "
+        "x, use_reentrant=False) instead: torch.compile(backend='qidao') keeps it, "
+        "the backward graph recomputes their activations. (qidao.compile(model, "
+        "grad=[...], checkpoint=...) checkpoints an ONNX or builder model.)"
+    ),
+}
+"""qidao.compile's training options that have no meaning under torch.compile, with
+what a torch.compile user does instead."""
 
 
 def qidao_backend(
@@ -43,8 +81,32 @@ def qidao_backend(
     tuple; the parameters and buffers become constants (``FrozenGraph``). Symbolic
     sizes (dynamic shapes) are not compiled: that graph runs in PyTorch, with a
     warning. ``torch.compile(model, backend="qidao", options={"threads": 1})``
-    hands ``options`` to ``qidao.compile`` (any of its keyword arguments).
+    hands ``options`` to ``qidao.compile`` (any of its keyword arguments but
+    ``TRAINING_OPTIONS``). A refusal comes back as a graph that raises it
+    (``Refused``, see the module docstring).
     """
+    try:
+        return _compile(gm, example_inputs, options)
+    except (QidaoError, TypeError, ValueError) as error:
+        return Refused(error)
+
+
+class Refused:
+    """A graph qidao refused to compile: calling it raises the error (the same
+    object, with the traceback of the refusal), so that the user sees qidao's
+    error rather than dynamo's ``BackendCompilerFailed`` around it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.traceback = error.__traceback__
+
+    def __call__(self, *args: Any) -> Any:
+        raise self.error.with_traceback(self.traceback)
+
+
+def _compile(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict[str, Any]
+) -> Callable[..., Any]:
     nested = options.pop("options", None)  # torch.compile(..., options={...})
     if nested is not None:
         if not isinstance(nested, dict):
@@ -53,6 +115,12 @@ def qidao_backend(
                 f"qidao.compile keyword arguments, got {type(nested).__name__}"
             )
         options = {**nested, **options}
+    for name, instead in TRAINING_OPTIONS.items():
+        if options.get(name) is not None:
+            raise ArgumentError(
+                f"torch.compile(backend='qidao', options={{'{name}': "
+                f"{options[name]!r}}}): qidao does not take {name}= there; {instead}"
+            )
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         warnings.warn(
             "qidao: the graph has symbolic (dynamic) inputs, which qidao does not "

@@ -1,5 +1,6 @@
 """``qidao.optim``: the optimizers of a compiled training step (``SGD``, ``Adam``;
-defined in ``qidao.compiler.optim``, where the formulas are)."""
+defined in ``qidao.compiler.optim``, where the formulas are). Each checks its
+settings when it is made; afterwards only ``lr`` may change."""
 
 from qidao.compiler.optim import SGD, Adam, Optimizer
 

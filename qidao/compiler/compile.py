@@ -23,6 +23,7 @@ at its first call instead, specialized on those values and shapes
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -35,11 +36,13 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.cache import (
     CACHE_SWITCH_ENV,
+    CacheError,
     CompileCache,
     cache_enabled,
     cache_key,
     lookup,
     model_digest,
+    uses_custom_ops,
 )
 from qidao.compiler.checkpoint import BUDGET_TRIES, Checkpointing
 from qidao.compiler.compiled import CompiledModel, CompiledProgram
@@ -57,7 +60,7 @@ from qidao.compiler.schedule import ScheduleSpec, apply_schedule
 from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
 from qidao.compiler.trainable import WithParameters, trained_inputs, training_step
-from qidao.errors import UnsupportedError
+from qidao.errors import ArgumentError, UnsupportedError
 from qidao.passes.graph.checkpoint import CheckpointError, training_report
 from qidao.passes.graph.select_conv_algo import algo_report, set_measure
 from qidao.runtime.cpu import host_cpu
@@ -145,6 +148,8 @@ def compile(
     if is_torch_model(model):  # PyTorch: qidao/frontend/fx.py
         from qidao.frontend.fx_backend import compile_torch
 
+        _refuse_training_options(options)
+
         def compile_graph(module: ModuleOp) -> CompiledModel:
             return compile(module, target, threads, mode, **options)
 
@@ -189,16 +194,42 @@ def compile(
     return WithParameters(compiled, held) if held else compiled
 
 
+TRAINING_OPTIONS = ("grad", "optimizer", "checkpoint")
+
+
+def _refuse_training_options(options: dict[str, Any]) -> None:
+    """A PyTorch model's gradients are PyTorch's to compute: its parameters are
+    constants of the captured graph, and a graph split around the operators qidao
+    lacks has no single backward."""
+    given = [name for name in TRAINING_OPTIONS if options.get(name) is not None]
+    if given:
+        raise ArgumentError(
+            f"qidao.compile(<PyTorch model>, {', '.join(f'{n}=...' for n in given)}): "
+            "a PyTorch model trains through torch.compile: "
+            "torch.compile(model, backend='qidao') compiles its forward and backward "
+            "graphs (AOTAutograd) and torch.optim updates its parameters; "
+            "torch.utils.checkpoint.checkpoint recomputes activations there. "
+            "qidao's own grad=, optimizer= and checkpoint= take an ONNX, .mlir or "
+            "builder model (export the module with torch.onnx.export)"
+        )
+
+
 def _compile_module(model: Any, backend: Target, settings: Settings) -> CompiledProgram:
     """The compiled program from the compile cache (``qidao.compiler.cache``), or
     built and stored there; ``stats["cache"]`` says which, or why not cached."""
     start = time.perf_counter()
+    if is_onnx(model) and uses_custom_ops(model):
+        model = load_model(model)  # keyed by its IR: the ops' bodies are Python
     key, why_not = _cache_key(model, backend, settings)
+    store = CompileCache()
+    if key is not None:
+        unusable = store.unusable()
+        if unusable is not None:
+            key, why_not = None, f"off: {unusable}"
     if key is None:
         compiled = _build(model, backend, settings)
         compiled.stats["cache"] = why_not
         return compiled
-    store = CompileCache()
 
     def recompile() -> CompiledProgram:
         return _build(model, backend, settings)
@@ -210,10 +241,17 @@ def _compile_module(model: Any, backend: Target, settings: Settings) -> Compiled
         hit.stats["compile_seconds"] = {"cache": time.perf_counter() - start}
         return hit
     compiled = _build(model, backend, settings)
+    is_file = isinstance(model, str | os.PathLike)
+    if is_file and _cache_key(model, backend, settings)[0] != key:
+        compiled.stats["cache"] = (
+            f"{status}, not stored: the model changed while it compiled"
+        )
+        return compiled
     try:
-        store.store(key, backend.to_entry(compiled))
-        compiled.stats["cache"] = f"{status}, stored"
-    except (OSError, TypeError, ValueError) as e:  # disk full, read-only, not JSON
+        stored = store.store(key, backend.to_entry(compiled))
+        compiled.stats["cache"] = f"{status}, {stored}"
+    except (OSError, TypeError, ValueError, CacheError) as e:
+        # disk full, read-only, removed meanwhile, not JSON, not private
         compiled.stats["cache"] = f"{status}, not stored: {e}"
     return compiled
 
@@ -243,6 +281,8 @@ def _cache_key(
             value = hashlib.sha256(path.read_bytes()).hexdigest()
         elif hasattr(value, "pass_options"):  # an optimizer: its hyper-parameters
             value = {"kind": value.kind, **value.pass_options()}
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = {"kind": type(value).__name__, **dataclasses.asdict(value)}
         elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
             value = list(value)
         elif callable(value):

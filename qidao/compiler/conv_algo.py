@@ -41,6 +41,13 @@ from xdsl.dialects.builtin import Float64Type, TensorType
 from xdsl.ir import Block, Operation, Region
 
 from qidao.compiler.cache import cache_dir, cache_enabled, compiler_digest
+from qidao.compiler.cache.files import (
+    UntrustedError,
+    append_file,
+    make_private_folder,
+    open_folder,
+    read_file,
+)
 from qidao.compiler.tune.records import cpu_model
 from qidao.dialects import tg
 from qidao.dialects.tg.base import ints
@@ -50,6 +57,9 @@ from qidao.passes.graph.select_conv_algo import ALGORITHMS, signature
 
 VERSION = 1
 RECORDS_NAME = "conv-algo.jsonl"
+RECORDS_CAP = 16 << 20
+"""The most bytes of records read (a larger file is not read: every convolution
+is measured again)."""
 MIN_TIME = 0.1
 """Seconds of timed calls per algorithm (after the warm-up)."""
 MAX_RUNS = 200
@@ -123,16 +133,11 @@ def _recorded(
     key: dict[str, Any], candidates: list[str]
 ) -> tuple[str, dict[str, float]] | None:
     """The last valid record for ``key`` in the records file, if any."""
-    path = records_path()
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
     found = None
-    for line in lines:
+    for line in _records_text().splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a damaged line: measured again
         if (
             isinstance(record, dict)
@@ -143,14 +148,30 @@ def _recorded(
     return found
 
 
+def _records_text() -> str:
+    """The records file's text; empty if there is none or it cannot be trusted
+    (read as the compile cache reads its entries: ``qidao.compiler.cache.files``)."""
+    try:
+        with open_folder(cache_dir()) as fd:
+            data = read_file(fd, RECORDS_NAME, RECORDS_CAP)
+    except (OSError, UntrustedError):
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def recorded_count() -> int:
+    """How many records the records file holds (lines)."""
+    return len(_records_text().splitlines())
+
+
 def _append(record: dict[str, Any]) -> None:
     """One line, appended whole (a failed write leaves the choice unrecorded)."""
-    path = records_path()
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with _lock, path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
-    except OSError:
+        make_private_folder(cache_dir())
+        with _lock, open_folder(cache_dir()) as fd:
+            append_file(fd, RECORDS_NAME, line)
+    except (OSError, UntrustedError):
         pass
 
 

@@ -13,10 +13,16 @@ evaluator (``qidao.dialects.tg.numpy_eval``, an independent implementation of ev
 op). A disagreement raises :class:`qidao.GradcheckError` naming the input, the
 element and both values; ``elements=n`` checks n random elements of each input
 instead of all of them (a large weight takes 2 evaluations per element).
+
+Every argument is checked first (``check_arguments``): a wrong one is an
+``ArgumentError`` (a ``TypeError`` and a ``ValueError`` too) naming it, its value
+and what it takes.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,7 +59,16 @@ def gradcheck(
     elements of each gradient (``seed``) instead of all."""
     from qidao.compiler.compile import compile
 
-    wrt = [wrt] if isinstance(wrt, str) else list(wrt)
+    wrt = check_arguments(inputs, wrt, eps, rtol, atol, elements, seed)
+    from qidao.frontend.fx_detect import is_torch_model
+
+    if is_torch_model(model):
+        raise ArgumentError(
+            "gradcheck checks the gradients qidao computes (qidao.compile(model, "
+            "grad=...)), which take an ONNX, .mlir or builder model; a PyTorch "
+            "model's gradients are PyTorch's: check them with "
+            "torch.autograd.gradcheck, or export the module with torch.onnx.export"
+        )
     if weights is not None:
         model = with_weights(model, weights)
     model, held = lift_for_grad(model, wrt)
@@ -90,6 +105,91 @@ def gradcheck(
                     f"{atol + rtol * abs(want):.3g})"
                 )
     return True
+
+
+def check_arguments(
+    inputs: object,
+    wrt: object,
+    eps: object,
+    rtol: object,
+    atol: object,
+    elements: object,
+    seed: object,
+) -> list[str]:
+    """Check :func:`gradcheck`'s arguments; returns ``wrt`` as a list of names.
+    Raises ``ArgumentError`` naming the first wrong one."""
+    if isinstance(inputs, str | bytes | np.ndarray) or not isinstance(inputs, Sequence):
+        raise ArgumentError(
+            f"gradcheck: inputs must be a list of the model's inputs (arrays), in "
+            f"order, got {_short(inputs)}"
+        )
+    for k, a in enumerate(inputs):
+        kind = np.asarray(a).dtype.kind if _is_array_like(a) else None
+        if kind not in ("f", "i", "u", "b"):
+            raise ArgumentError(
+                f"gradcheck: inputs[{k}] must be a NumPy array (or array-like) of "
+                f"numbers, got {_short(a)}"
+            )
+    names = [wrt] if isinstance(wrt, str) else wrt
+    if (
+        not isinstance(names, list | tuple)
+        or not names
+        or not all(isinstance(n, str) for n in names)
+        or len(set(names)) != len(names)
+    ):
+        raise ArgumentError(
+            "gradcheck: wrt must name the inputs (or ONNX initializers) to check "
+            f"the gradient of: a non-empty list of distinct names, got {wrt!r}"
+        )
+    _check_number("eps", eps, positive=True, what=" (the central differences' step)")
+    _check_number("rtol", rtol)
+    _check_number("atol", atol)
+    if elements is not None and (
+        not isinstance(elements, numbers.Integral)
+        or isinstance(elements, bool)
+        or elements < 1
+    ):
+        raise ArgumentError(
+            f"gradcheck: elements={elements!r}: expected None (every element) or a "
+            "positive integer (that many random elements of each gradient)"
+        )
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+        raise ArgumentError(
+            f"gradcheck: seed={seed!r}: expected an integer >= 0 (it picks the "
+            "random elements=)"
+        )
+    return list(names)
+
+
+def _check_number(
+    name: str, value: object, positive: bool = False, what: str = ""
+) -> None:
+    """``value``: a real number (not a bool), finite, >= 0 (> 0 if ``positive``)."""
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value < 0
+        or (positive and value == 0)
+    ):
+        bound = "> 0" if positive else ">= 0"
+        raise ArgumentError(
+            f"gradcheck: {name}={value!r}: expected a finite number {bound}{what}"
+        )
+
+
+def _is_array_like(value: object) -> bool:
+    try:
+        np.asarray(value)
+    except (TypeError, ValueError):  # ragged lists
+        return False
+    return True
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{type(value).__name__} {text}"
 
 
 def _input_names(module: ModuleOp) -> list[str]:

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import ParseError, VerifyException
 
-from qidao.compiler.context import make_context
 from qidao.frontend.errors import MlirError
 
 
 def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
     """A tg module from an ``onnx.ModelProto``, a ``.onnx``/``.mlir`` path, a builder
     ``Graph``, a ``ModuleOp`` (which is cloned, never changed) or a PyTorch
-    ``nn.Module``/function with its ``example_inputs`` (every operator supported)."""
+    ``nn.Module``/function with its ``example_inputs`` (every operator supported).
+
+    A ``.mlir`` file is data, never code: ``qidao.frontend.mlir`` reads it with a
+    parser that knows only what the frontends build (tg ops in ``func.func @main``)
+    and checks every shaped type against the tensor limit as it reads it."""
     if isinstance(model, ModuleOp):
         return model.clone()
     from qidao.frontend.fx_detect import is_torch_model
@@ -36,7 +36,9 @@ def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
         if not path.exists():
             raise FileNotFoundError(f"no model file at '{path}'")
         if path.suffix == ".mlir":
-            return parse_mlir(read_mlir(path), str(path))
+            from qidao.frontend.mlir import import_mlir
+
+            return import_mlir(read_mlir(path), str(path))
         from qidao.frontend.onnx import import_onnx
 
         return import_onnx(path)
@@ -61,26 +63,6 @@ def read_mlir(path: Path) -> str:
             f"{path}: not UTF-8 text (byte {err.start} is 0x{err.object[err.start]:02x})"
             "; a .mlir model is MLIR's textual form"
         ) from None
-
-
-def parse_mlir(text: str, name: str = "<string>") -> ModuleOp:
-    """Parse and verify a module written in any dialect of the tower; a syntax
-    error, a module nested too deep for the parser or IR that does not verify is an
-    ``MlirError`` naming ``name``."""
-    try:
-        module = Parser(make_context(), text, name).parse_module()
-    except ParseError as err:
-        raise MlirError(f"parse error: {err}") from None  # err names file:line:col
-    except RecursionError:
-        raise MlirError(
-            f"{name}: nested too deep for the parser (regions inside regions "
-            f"beyond Python's recursion limit, {sys.getrecursionlimit()})"
-        ) from None
-    try:
-        module.verify()
-    except VerifyException as err:
-        raise MlirError(f"{name}: the IR does not verify: {err}") from None
-    return module
 
 
 def with_weights(model: Any, weights: Any) -> Any:

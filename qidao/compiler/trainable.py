@@ -16,6 +16,7 @@ f.save("weights.safetensors")           # every held tensor, by name
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from qidao.compiler.compiled import CompiledModel
+from qidao.compiler.optim import Optimizer
 from qidao.errors import ArgumentError
 
 Array = np.ndarray[Any, Any]
@@ -103,6 +105,18 @@ class TrainingStep(WithParameters):
     the pairs), so an array taken from ``parameters`` changes with the next step
     (copy it to keep it); where they are not, new arrays are swapped in.
 
+    ``step.optimizer.lr`` may change between steps (checked on every assignment);
+    the optimizer's other settings are compiled in and read-only, and
+    ``step.optimizer = other`` takes only the same optimizer with another ``lr``
+    (``qidao.compiler.optim``). Every scalar the call feeds the program is checked
+    before it runs, so a bad setting never reaches the held weights.
+
+    With ``checks=True`` a call that fails a check raises ``qidao.CheckError`` and
+    changes nothing: weights, states and ``steps`` stay as they were. (The checks
+    are read after the program ran, so a step that updates in place then works on
+    copies of its weights and states and keeps them only when every check passed:
+    one copy of each per step.)
+
     ```python
     step = qidao.compile(model, grad=["w", "b"], optimizer=qidao.optim.SGD(lr=0.1))
     for x, y in loader:
@@ -116,7 +130,7 @@ class TrainingStep(WithParameters):
         self,
         inner: CompiledModel,
         parameters: Mapping[str, Array],
-        optimizer: Any,
+        optimizer: Optimizer,
     ) -> None:
         # owned, row-major, writeable copies: the step may update them in place
         owned = {
@@ -124,8 +138,7 @@ class TrainingStep(WithParameters):
             for name, value in parameters.items()
         }
         super().__init__(inner, owned)
-        self.optimizer = optimizer
-        """The hyper-parameters; ``lr`` may change between steps."""
+        self._optimizer = optimizer
         self.state: dict[str, Array] = {
             f"{state}_{name}": np.zeros_like(value)
             for name, value in self.parameters.items()
@@ -135,16 +148,36 @@ class TrainingStep(WithParameters):
         self.steps = 0
         """Steps taken so far."""
 
+    @property
+    def optimizer(self) -> Optimizer:
+        """The hyper-parameters; ``lr`` may change between steps, the others are
+        compiled in (read-only)."""
+        return self._optimizer
+
+    @optimizer.setter
+    def optimizer(self, other: Optimizer) -> None:
+        old = self._optimizer
+        if type(other) is not type(old) or _fixed(other) != _fixed(old):
+            raise ArgumentError(
+                f"this training step was compiled for {old!r}; its settings are "
+                f"built into its program, so {other!r} cannot take its place (only "
+                "the same optimizer with another lr can; or set "
+                "step.optimizer.lr). Compile a new step with it: qidao.compile("
+                "model, grad=[...], optimizer=..., weights=step.parameters)"
+            )
+        self._optimizer = other
+
     def __call__(self, *args: Any) -> Any:
+        # every scalar input checked (ArgumentError) before anything runs
+        scalars = self.optimizer.scalars(self.steps + 1)
         expected = _input_count(self.inner) - len(self.parameters) - len(self.state)
-        expected -= len(self.optimizer.scalars(1))
+        expected -= len(scalars)
         if expected >= 0 and len(args) != expected:
             raise ArgumentError(
                 f"the training step takes the model's {expected} input(s); its "
                 f"weights ({', '.join(self.parameters)}) and the optimizer's state "
                 f"are held by the step; got {len(args)}"
             )
-        scalars = self.optimizer.scalars(self.steps + 1)
         inputs = [
             *self.arguments(args, len(args) + len(self.parameters)),
             *(np.array(v, np.float32) for v in scalars.values()),
@@ -161,6 +194,11 @@ class TrainingStep(WithParameters):
         if pairs:
             # update-in-place: the new weights and states are written over the
             # old ones, which the call gets as those outputs (no new buffers)
+            if _has_checks(self.inner):
+                # a failed check raises after the program wrote its updates:
+                # it writes over copies, kept only if every check passed
+                for _, i in pairs:
+                    inputs[i] = np.array(inputs[i], copy=True)
             results = call_into(inputs, {j: inputs[i] for j, i in pairs})
         else:
             results = self.inner(*inputs)
@@ -177,6 +215,21 @@ class TrainingStep(WithParameters):
         """Write the current weights (not the optimizer's state) to a SafeTensors
         file."""
         save_safetensors(path, self.parameters)
+
+
+def _fixed(optimizer: Optimizer) -> dict[str, Any]:
+    """The settings of ``optimizer`` that cannot change (all but ``lr``)."""
+    return {
+        f.name: getattr(optimizer, f.name)
+        for f in dataclasses.fields(optimizer)
+        if f.name not in optimizer.RUNTIME
+    }
+
+
+def _has_checks(compiled: CompiledModel) -> bool:
+    """Whether ``compiled`` has run-time checks (``checks=True``)."""
+    checks = getattr(compiled, "checks", None)
+    return bool(getattr(checks, "checks", ()))
 
 
 def trained_inputs(weights: Any, grad: list[str]) -> dict[str, Array]:
@@ -197,7 +250,10 @@ def trained_inputs(weights: Any, grad: list[str]) -> dict[str, Array]:
 
 
 def training_step(
-    compiled: CompiledModel, grad: list[str], held: Mapping[str, Array], optimizer: Any
+    compiled: CompiledModel,
+    grad: list[str],
+    held: Mapping[str, Array],
+    optimizer: Optimizer,
 ) -> TrainingStep:
     """The compiled step holding ``held`` (every name of ``grad`` must have a value)."""
     missing = [n for n in grad if n not in held]

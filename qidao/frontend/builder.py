@@ -321,12 +321,19 @@ class Graph:
         self, value: npt.ArrayLike, dtype: str | None = None, name: str | None = None
     ) -> Value:
         """A ``tg.constant``; a Python float defaults to float32, as does float64
-        data when no ``dtype`` is given (pass ``dtype="float64"`` to keep it)."""
+        data when no ``dtype`` is given (pass ``dtype="float64"`` to keep it). It is
+        checked against qidao's tensor limit before it is converted or copied into
+        the IR (``qidao.frontend.limits``)."""
         array = np.asarray(value)
+        target = array.dtype
         if dtype is not None:
-            array = array.astype(dtype)
+            target = np.dtype(dtype)
         elif array.dtype == np.float64:
-            array = array.astype(np.float32)
+            target = np.dtype(np.float32)
+        what = "constant" if name is None else f"constant '{name}'"
+        check_tensor(what, array.shape, target.itemsize)
+        if target != array.dtype:
+            array = array.astype(target)
         try:
             op = constant_op(array)
         except (ValueError, VerifyException) as e:

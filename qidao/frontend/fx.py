@@ -15,7 +15,11 @@ The steps:
 2. ``node_support`` says, for each node, why it cannot be converted (no converter
    in ``fx_ops.CONVERTERS``, a converter's ``check`` refusing this use, a dtype
    its converter's rule does not allow: float32 unless it declares another of
-   ``fx_ops.DTYPE_RULES``), or None. ``unsupported_ops`` gathers every refusal.
+   ``fx_ops.DTYPE_RULES``; a shape that depends on the input values, as after a
+   boolean mask index, ``nonzero`` or ``unique``, or a number read with
+   ``.item()``: qidao compiles static shapes), or None. ``unsupported_ops``
+   gathers every refusal (not the size checks torch.export adds after a
+   data-dependent shape: the op that makes the shape is listed).
 3. ``FxConverter`` walks a graph in order and builds tg ops through the ``Graph``
    builder: parameters and buffers become ``tg.constant`` (so ``fold-constants``
    folds eval-mode BatchNorm into the convolution before it), user inputs become
@@ -87,8 +91,11 @@ class UnsupportedTorchOpsError(TorchImportError, UnsupportedError):
     def __init__(self, ops: dict[str, list[str]], note: str = "") -> None:
         self.ops = ops
         lines = [f"  {op}: {', '.join(nodes)}" for op, nodes in sorted(ops.items())]
+        # the first line names the operators: torch.compile shows it first
+        names = sorted({op.split(" (", 1)[0] for op in ops})
         super().__init__(
-            f"the model uses {len(ops)} unsupported operator(s):\n"
+            f"the model uses {len(ops)} unsupported operator(s) "
+            f"({', '.join(names)}):\n"
             + "\n".join(lines)
             + (f"\n{note}" if note else "")
         )
@@ -177,8 +184,70 @@ def _vals(value: Any) -> list[Any]:
     return [v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
 
 
+_SIZE_CHECKS = (  # see size_bookkeeping
+    torch.ops.aten.sym_size.int,
+    torch.ops.aten.sym_numel.default,
+    torch.ops.aten.sym_stride.int,
+    torch.ops.aten._assert_scalar.default,
+    torch.ops.aten.sym_constrain_range.default,
+    torch.ops.aten.sym_constrain_range_for_size.default,
+)
+_SYMBOLS = (torch.SymInt, torch.SymBool, torch.SymFloat)
+"""The values of sizes and numbers torch.export leaves symbolic (``u0``)."""
+
+
+def _symbolic_shape(value: Any) -> tuple[Any, ...] | None:
+    """The shape of the first tensor in ``value`` with a symbolic size (one that
+    torch.export could not fix: ``(u0,)``, set by the data), or None."""
+    for t in _vals(value):
+        if not all(isinstance(d, int) for d in t.shape):
+            return tuple(t.shape)
+    return None
+
+
+def _data_dependent(node: torch.fx.Node) -> str | None:
+    """Why ``node`` cannot be compiled when an input or its result has a shape that
+    depends on the values of a tensor (after a boolean mask index, ``nonzero``,
+    ``masked_select``, ``unique``), or None: qidao compiles static shapes only."""
+    for arg in node.all_input_nodes:
+        value = arg.meta.get("val")
+        if isinstance(value, _SYMBOLS):  # Tensor.item(), a size
+            return f"reads a number known only when it runs ({value})"
+        shape = _symbolic_shape(value)
+        if shape is not None:
+            return f"reads a tensor of data-dependent shape {shape}"
+    shape = _symbolic_shape(node.meta.get("val"))
+    if shape is not None:
+        return (
+            f"its result's shape {shape} depends on the input values; qidao "
+            "compiles static shapes only"
+        )
+    return None
+
+
+def size_bookkeeping(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is one of the checks torch.export adds after an op whose
+    result has a data-dependent size (read the size, compare it, assert): they
+    run in PyTorch with that op and are not listed as unsupported apart from it."""
+    if node.target in _SIZE_CHECKS:
+        return True
+    return isinstance(node.meta.get("val"), _SYMBOLS) and all(
+        size_bookkeeping(a) for a in node.all_input_nodes
+    )
+
+
 def node_support(node: torch.fx.Node) -> str | None:
     """Why ``node`` (a ``call_function``) cannot be converted, or None."""
+    if node.target is operator.getitem:  # an item of an unsupported op: the op
+        source = node.args[0]  # is listed, it says why
+        if not isinstance(source, torch.fx.Node) or source.op != "call_function":
+            return "getitem of a graph input"
+        if node_support(source) is not None:
+            return "getitem of an unsupported op"
+    else:
+        reason = _data_dependent(node)
+        if reason is not None:
+            return reason
     entry = CONVERTERS.get(node.target) or converter_for(node.target)
     if entry is None:
         return "no converter"
@@ -210,16 +279,7 @@ def node_support(node: torch.fx.Node) -> str | None:
         results: list[torch.dtype] = []
     else:
         results = [t.dtype for t in _vals(value)]
-    refusal = _dtype_refusal(entry.dtypes, dtypes, results)
-    if refusal is not None:
-        return refusal
-    if node.target is operator.getitem:
-        source = node.args[0]
-        if not isinstance(source, torch.fx.Node) or source.op != "call_function":
-            return "getitem of a graph input"
-        if node_support(source) is not None:
-            return "getitem of an unsupported op"
-    return None
+    return _dtype_refusal(entry.dtypes, dtypes, results)
 
 
 _NUMBERS = (torch.float32, torch.int32, torch.int64)
@@ -264,7 +324,7 @@ def unsupported_ops(gm: torch.fx.GraphModule) -> dict[str, list[str]]:
     for node in gm.graph.nodes:
         if node.op in ("call_module", "call_method"):
             found.setdefault(f"{node.op} {node.target}", []).append(node.name)
-        if node.op != "call_function":
+        if node.op != "call_function" or size_bookkeeping(node):
             continue
         reason = node_support(node)
         if reason is None or reason.startswith("getitem of an unsupported"):
@@ -323,6 +383,11 @@ class FxConverter(FxValues):
                 raise GraphError(f"input '{node.name}' is not a tensor")
             if value.dtype not in _DTYPES:
                 raise GraphError(f"input '{node.name}' has unsupported {value.dtype}")
+            if _symbolic_shape(value) is not None:
+                raise GraphError(
+                    f"input '{node.name}' has the data-dependent shape "
+                    f"{tuple(value.shape)}; qidao compiles static shapes only"
+                )
             shape = tuple(int(d) for d in value.shape)
             return self.g.input(node.name, shape, _DTYPES[value.dtype])
         if node.op == "get_attr":

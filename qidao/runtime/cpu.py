@@ -54,9 +54,12 @@ import importlib.util
 import os
 import re
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 
 import llvmlite.binding as llvm
+from llvmlite.binding.ffi import ObjectRef
+from llvmlite.binding.newpassmanagers import NewPassManager
 
 from qidao.errors import QidaoError
 
@@ -281,16 +284,34 @@ def _parse(
         module = llvm.parse_assembly(
             _with_host_attributes(text, cpu, features), context=context
         )
-        module.verify()
     except RuntimeError as err:
         raise JitError(f"LLVM rejected the IR: {err}") from err
+    _verify(module, "the IR")
     module.triple = llvm.get_process_triple()
     module.data_layout = layout
     return module
 
 
+def _verify(module: llvm.ModuleRef, what: str) -> None:
+    """Raise ``JitError`` if ``module`` does not verify, freeing it first (no
+    module may outlive its context, see :class:`_Native`)."""
+    try:
+        module.verify()
+    except RuntimeError as err:
+        module.close()
+        raise JitError(f"LLVM rejected {what}: {err}") from err
+
+
 def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
-    """LLVM's O``opt_level`` pipeline, vectorizers and unrolling on, for ``tm``."""
+    """LLVM's O``opt_level`` pipeline, vectorizers and unrolling on, for ``tm``.
+
+    Every object is closed when done (see :func:`_close_pass_manager`). A fresh
+    pass builder per run is needed: llvmlite's run registers callbacks that point
+    into its own stack frame on the builder's instrumentation, so a builder used
+    twice would call into a dead frame. That instrumentation object is
+    allocated by llvmlite (``LLVMPY_CreatePassBuilder``) and deleted by nobody:
+    about 1.5 KiB of native memory per run stays in the process, which Python
+    cannot reach (``tests/runtime/test_cpu_memory.py`` bounds it)."""
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pto.loop_vectorization = True
@@ -298,7 +319,29 @@ def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) ->
         pto.loop_unrolling = True
         pto.loop_interleaving = True
         pass_builder = llvm.create_pass_builder(tm, pto)
-        pass_builder.getModulePassManager().run(module, pass_builder)
+        manager = pass_builder.getModulePassManager()
+        try:
+            manager.run(module, pass_builder)
+        finally:
+            _close_pass_manager(manager)
+            pass_builder.close()
+            pto.close()
+
+
+def _close_pass_manager(manager: llvm.ModulePassManager) -> None:
+    """Free a pass manager and its passes (with what they keep from their run:
+    GVN's value tables, Reassociate's rank maps, ...: 86 KiB for a small model).
+
+    llvmlite (0.44 to 0.50 at least) never frees them: ``ModulePassManager``
+    derives from ``ObjectRef`` before ``NewPassManager``, so its ``close()`` finds
+    ``ObjectRef._dispose``, which does nothing, instead of ``NewPassManager``'s,
+    which deletes the native object. Here the right one is called, unless a later
+    llvmlite fixed the order (then ``close()`` does it)."""
+    if type(manager)._dispose is ObjectRef._dispose:
+        NewPassManager._dispose(manager)
+        manager.detach()
+    else:
+        manager.close()
 
 
 def compile_object(text: str, opt_level: int = 3) -> bytes:
@@ -349,6 +392,50 @@ def unpack_objects(blob: bytes) -> list[bytes]:
     return codes
 
 
+class _Native:
+    """The LLVM objects of one :class:`JitModule`, freed in order when it is
+    collected: the engine (with the modules and target machine it owns), the
+    modules it does not own, then the LLVM context they all live in.
+
+    Each JitModule parses its IR into a context of its own: LLVM keeps every
+    constant, type and metadata string a context ever saw until the context is
+    destroyed, so in llvmlite's global context each compile's constants (a
+    model's small weights, its index tables) stayed in the process for good
+    (37 KiB for one 256-float table). The order matters: a context destroyed
+    before its modules, or an engine's modules, is a crash; Python's garbage
+    collector calls the ``__del__`` of objects found unreachable together in an
+    arbitrary order, so the order is kept here, by a ``weakref.finalize`` that
+    holds these objects and not the JitModule. Every module parsed into the
+    context is ``adopt``-ed, so that none (one held by a traceback, say)
+    outlives the context. At interpreter exit nothing is freed (code of a module
+    may still run on a daemon thread)."""
+
+    def __init__(self) -> None:
+        self.context = llvm.create_context()
+        self.engine: llvm.ExecutionEngine | None = None
+        self.modules: list[llvm.ModuleRef] = []
+
+    @classmethod
+    def of(cls, owner: object) -> _Native:
+        native = cls()
+        finalizer = weakref.finalize(owner, native.release)
+        finalizer.atexit = False
+        return native
+
+    def adopt(self, module: llvm.ModuleRef) -> llvm.ModuleRef:
+        """``module`` (parsed into ``context``), to be freed before the context
+        if it is still alive then (not linked into another, not the engine's)."""
+        self.modules.append(module)
+        return module
+
+    def release(self) -> None:
+        if self.engine is not None:
+            self.engine.close()  # frees its modules, closes their ModuleRefs
+        for module in self.modules:
+            module.close()  # a no-op for the closed ones
+        self.context.close()
+
+
 class JitModule:
     """One compiled LLVM module; function addresses stay valid while it lives.
 
@@ -383,31 +470,38 @@ class JitModule:
             load_openmp_runtime()
         cpu, features = host_cpu()
         self.source_ir: str | None = "\n".join(texts)
+        self._native = _Native.of(self)
+        context = self._native.context
         self._tm = self._ir_tm = _target_machine(opt_level)
         layout = str(self._tm.target_data)
-        module = _parse(texts[0], cpu, features, layout)
+        module = self._native.adopt(_parse(texts[0], cpu, features, layout, context))
         for text in texts[1:]:
-            module.link_in(_parse(text, cpu, features, layout))
+            part = self._native.adopt(_parse(text, cpu, features, layout, context))
+            module.link_in(part)
         self._opt_level = opt_level
         self._linked_ir = str(module) if len(texts) > 1 else None
         if runtime_ir is not None:
             try:
-                runtime = llvm.parse_assembly(runtime_ir)
-                runtime.verify()
+                runtime = llvm.parse_assembly(runtime_ir, context=context)
             except RuntimeError as err:
                 raise JitError(f"LLVM rejected the runtime IR: {err}") from err
+            _verify(self._native.adopt(runtime), "the runtime IR")
             runtime.triple = module.triple
             runtime.data_layout = module.data_layout
             module.link_in(runtime)  # one module: one object
         _optimize(module, self._tm, opt_level)
         self._module: llvm.ModuleRef | None = module
-        self._engine = llvm.create_mcjit_compiler(module, self._tm)
+        self._engine = self._native.engine = llvm.create_mcjit_compiler(
+            module, self._tm
+        )
+        kept: list[bytes] = []  # not a method of self: the engine would keep it
         if keep_object:
-            self._engine.set_object_cache(self._keep, lambda module: None)
+            self._engine.set_object_cache(
+                lambda module, code: kept.append(bytes(code)), lambda module: None
+            )
         self._finalize(symbols)
-
-    def _keep(self, module: llvm.ModuleRef, code: bytes) -> None:
-        self.object_code = bytes(code)
+        if kept:
+            self.object_code = kept[0]
 
     def _finalize(self, symbols: Mapping[str, int] | None) -> None:
         with _symbols_lock:  # the symbol table is the process's: bind, then link
@@ -451,12 +545,15 @@ class JitModule:
         self._opt_level = opt_level
         self.source_ir = "\n".join(self._texts) if self._texts is not None else None
         self.object_code = pack_objects(list(codes))
+        self._native = _Native.of(self)
         self._tm = self._ir_tm = _target_machine(0)
-        empty = llvm.parse_assembly("")
+        empty = self._native.adopt(
+            llvm.parse_assembly("", context=self._native.context)
+        )
         empty.triple = llvm.get_process_triple()
         empty.data_layout = str(self._tm.target_data)
         self._module = None
-        self._engine = llvm.create_mcjit_compiler(empty, self._tm)
+        self._engine = self._native.engine = llvm.create_mcjit_compiler(empty, self._tm)
         try:
             for code in codes:
                 self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
@@ -496,15 +593,19 @@ class JitModule:
         """The parts' LLVM IR linked into one module, before optimization (None
         for a module of one text, or loaded as machine code alone)."""
         if self._linked_ir is None and self._texts is not None and len(self._texts) > 1:
-            self._linked_ir = str(self._linked(self._texts))
+            module = self._linked(self._texts)
+            self._linked_ir = str(module)
+            module.close()  # its text is what is kept
         return self._linked_ir
 
     def _linked(self, texts: Sequence[str]) -> llvm.ModuleRef:
         cpu, features = host_cpu()
         layout = str(self._tm.target_data)
-        module = _parse(texts[0], cpu, features, layout)
+        context = self._native.context
+        module = self._native.adopt(_parse(texts[0], cpu, features, layout, context))
         for text in texts[1:]:
-            module.link_in(_parse(text, cpu, features, layout))
+            part = self._native.adopt(_parse(text, cpu, features, layout, context))
+            module.link_in(part)
         return module
 
     def _ir_module(self) -> llvm.ModuleRef:

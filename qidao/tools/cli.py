@@ -32,6 +32,7 @@ import numpy as np
 
 from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
 from qidao.tools.bench_cuda import add_bench_cuda_parser
+from qidao.tools.cache_command import add_cache_parser
 from qidao.tools.conformance import add_conformance_parser
 from qidao.tools.examples import model_argument
 from qidao.tools.fuzz import add_fuzz_parser
@@ -598,48 +599,6 @@ def _add_zoo(sub: Any) -> None:
     p.set_defaults(run=cmd_zoo)
 
 
-def cmd_cache(args: argparse.Namespace) -> int:
-    from qidao.compiler.cache import CompileCache, cache_enabled
-    from qidao.compiler.conv_algo import records_path
-
-    cache = CompileCache()
-    algo_records = records_path()
-    if args.action == "clear":
-        removed = cache.clear()
-        print(
-            f"removed {removed} entr{'y' if removed == 1 else 'ies'} from {cache.root}"
-        )
-        if algo_records.is_file():
-            algo_records.unlink()
-            print(f"removed the measured convolution algorithms ({algo_records})")
-        return 0
-    info = cache.info()
-    state = "on" if cache_enabled() else "off (QIDAO_CACHE)"
-    print(f"path:    {info['path']}")
-    print(f"entries: {info['entries']}")
-    print(f"size:    {info['bytes'] / 2**20:.1f} MiB")
-    print(f"cache:   {state}")
-    if algo_records.is_file():
-        lines = len(algo_records.read_bytes().splitlines())
-        print(f"algo:    {lines} measured convolution(s) in {algo_records}")
-    return 0
-
-
-def _add_cache(sub: Any) -> None:
-    p = sub.add_parser(
-        "cache",
-        help="show or empty the compile cache",
-        description="The compile cache (qidao/compiler/cache.py): compiled models "
-        "keyed by their content, the CPU, the settings and qidao's own source. "
-        "Its folder: $QIDAO_CACHE_DIR, else $XDG_CACHE_HOME/qidao, else "
-        "~/.cache/qidao; QIDAO_CACHE=off turns it off.",
-    )
-    p.add_argument(
-        "action", choices=("info", "clear"), help="info: where, entries, size"
-    )
-    p.set_defaults(run=cmd_cache)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qidao",
@@ -664,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_profile,
         _add_bench,
         _add_zoo,
-        _add_cache,
+        add_cache_parser,  # qidao cache: qidao/tools/cache_command.py
         add_tune_parser,  # qidao tune: qidao/tools/tune.py
         add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
         add_bench_cuda_parser,  # qidao bench-cuda: qidao/tools/bench_cuda.py

@@ -27,6 +27,17 @@ records     a records file with a damaged line (wrong types, missing fields, gar
             traces): a ``RecordsError``
 cli         random ``qidao`` command lines (commands, options, values, missing and
             garbage files): an exit status, never a traceback
+cache       a model compiled into a cache folder of its own, its entry tampered
+            with (bytes flipped, files cut, swapped, forged, replaced by symlinks,
+            FIFOs or folders; junk beside it; folders and the key made unsafe or
+            symlinked): NumPy's answer, a hit only when nothing that matters
+            changed, and ``qidao cache info``/``clear`` touch nothing outside the
+            cache (``qidao/tools/fuzz_cache.py``)
+training    a training step (SGD or Adam, checks and update-in-place on or off)
+            against PyTorch over good steps, bad inputs and hyper-parameter
+            assignments: PyTorch's weights and states after each step, and
+            every refusal a ``QidaoError`` that changes nothing
+            (``qidao/tools/fuzz_training.py``)
 ==========  =========================================================================
 """
 
@@ -42,6 +53,9 @@ from typing import Any
 
 import numpy as np
 
+from qidao.tools.fuzz_cache import cache_case
+from qidao.tools.fuzz_training import training_case
+
 KINDS: tuple[str, ...] = (
     "graph",
     "checks",
@@ -50,6 +64,8 @@ KINDS: tuple[str, ...] = (
     "onnx",
     "records",
     "cli",
+    "cache",
+    "training",
 )
 
 SPECIAL = np.array(
@@ -596,6 +612,8 @@ CASES: dict[str, Callable[[np.random.Generator, Path], Result]] = {
     "onnx": _onnx_case,
     "records": _records_case,
     "cli": _cli_case,
+    "cache": cache_case,
+    "training": training_case,
     "selftest-crash": _crash,
     "selftest-hang": _hang,
     "selftest-raw": _raw,

@@ -35,7 +35,7 @@ runs load the compile cache), and the table has the median of their medians: on 
 shared machine whose speed drifts over minutes, each ratio then compares times
 taken seconds apart, R times over.
 
-With the compile cache (``qidao/compiler/cache.py``) on, *warm* is a load from it,
+With the compile cache (``qidao/compiler/cache/``) on, *warm* is a load from it,
 and *cold* is cold only when no earlier run stored the model: the CSV's ``cache``
 column has what the cache said to each compile, and
 ``QIDAO_CACHE_DIR=$(mktemp -d) qidao zoo`` starts from an empty one.

@@ -148,6 +148,23 @@ def test_every_failure_is_listed_and_outputs_are_the_models() -> None:
     assert isinstance(error.value, ValueError)  # a CheckError is a ValueError too
 
 
+def test_call_into_reads_the_checks_as_a_call_does() -> None:
+    """``Compiled.call_into`` (a training step's in-place call) of a program
+    compiled with ``checks=True``: the model's own outputs, written into the given
+    arrays, or ``qidao.CheckError`` where a plain call raises (F14: it refused
+    every call)."""
+    g = Graph()
+    x, i = g.input("x", (5,)), g.input("i", (3,), "int64")
+    g.output(g.take(x, i, 0))
+    checked: Any = qidao.compile(g, checks=True)
+    out = np.full(3, -1.0, np.float32)
+    results = checked.call_into([X, np.array([4, 0, -1])], {0: out})
+    assert len(results) == 1 and results[0] is out
+    np.testing.assert_array_equal(out, checked(X, np.array([4, 0, -1]))[0])
+    with pytest.raises(qidao.CheckError, match="index 5 is out of bounds"):
+        checked.call_into([X, np.array([4, 5, 0])], {})
+
+
 def test_torch_embedding() -> None:
     torch = pytest.importorskip("torch")
     embedding = torch.nn.Embedding(10, 4)

@@ -199,6 +199,8 @@ def test_unreadable_mlir_files_are_mlir_errors_naming_the_file(tmp_path) -> None
 
 
 def test_input_names_that_do_not_match_the_arguments_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from qidao.frontend.errors import MlirError
+
     path = tmp_path / "names.mlir"
     path.write_text(
         "func.func @main(%x: tensor<2xf32>, %y: tensor<2xf32>) -> tensor<2xf32> "
@@ -206,18 +208,20 @@ def test_input_names_that_do_not_match_the_arguments_are_refused(tmp_path) -> No
         "  %0 = tg.add %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
         "  func.return %0 : tensor<2xf32>\n}\n"
     )
-    with pytest.raises(ValueError, match=r"qd.input_names has 1 name\(s\) for 2"):
+    with pytest.raises(MlirError, match=r"qd.input_names has 1 name\(s\) for 2"):
         qidao.compile(path)
 
 
 def test_strided_graph_input_is_rejected(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from qidao.frontend.errors import MlirError
+
     path = tmp_path / "strided.mlir"
     path.write_text(
         "func.func @main(%x: tensor<3x2xf32, strided<[1, 3]>>) -> tensor<3x2xf32> {\n"
         "  %0 = tg.relu %x : tensor<3x2xf32, strided<[1, 3]>> -> tensor<3x2xf32>\n"
         "  func.return %0 : tensor<3x2xf32>\n}\n"
     )
-    with pytest.raises(ValueError, match="graph inputs and outputs are row-major"):
+    with pytest.raises(MlirError, match="graph inputs and outputs are row-major"):
         qidao.compile(path)
 
 

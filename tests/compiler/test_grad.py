@@ -82,6 +82,101 @@ def test_mlp_gradients_match_torch(mode: str) -> None:
         )
 
 
+def _torch_grad_of_sum(x: np.ndarray) -> np.ndarray:
+    """d sum(x) / dx by ``torch.autograd``: the gradient when output 0 is ``x``."""
+    t = torch.tensor(x, requires_grad=True)
+    t.sum().backward()
+    assert t.grad is not None
+    return t.grad.numpy()
+
+
+@pytest.mark.parametrize(
+    "outputs", [["x"], ["x", "x"], ["x", "relu x"], ["x", "x w"]], ids=str
+)
+def test_output_that_is_the_input_has_the_gradient_of_its_sum(
+    outputs: list[str],
+) -> None:
+    """Issue 29, F4: ``g.output(x)`` with ``grad=["x"]`` gave zeros (no op lies
+    between x and output 0, so no vjp made its gradient), also when x is output
+    twice or also feeds other outputs; w reaches output 0 nowhere: zeros."""
+    x0, w0 = RNG.standard_normal((2, 3)).astype(np.float32)
+    g = Graph("main")
+    x, w = g.input("x", (3,)), g.input("w", (3,))
+    made = {"x": x, "relu x": g.relu(x), "x w": x * w}
+    g.output(*(made[name] for name in outputs))
+    *ys, dx, dw = qidao.compile(g, grad=["x", "w"])(x0, w0)
+    np.testing.assert_array_equal(ys[0], x0)
+    np.testing.assert_array_equal(dx, _torch_grad_of_sum(x0))
+    np.testing.assert_array_equal(dw, np.zeros_like(w0))
+
+
+def _passthrough(outputs: list[str]) -> onnx.ModelProto:
+    """An ONNX graph whose outputs (by name) are its inputs x and w, or y, an
+    ``Identity`` of x."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "passthrough",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in "xw"],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in outputs],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(
+    "outputs", [["x"], ["x", "x"], ["w", "x"], ["y", "x"]], ids=str
+)
+def test_onnx_output_that_is_an_input_has_the_gradient_of_its_sum(
+    outputs: list[str],
+) -> None:
+    """F4 through the ONNX frontend: a graph whose output 0 is a graph input (or
+    its ``Identity``, which the importer resolves to the input itself)."""
+    arrays = dict(
+        zip("xw", RNG.standard_normal((2, 3)).astype(np.float32), strict=True)
+    )
+    *_, dx, dw = qidao.compile(_passthrough(outputs), grad=["x", "w"])(*arrays.values())
+    source = "w" if outputs[0] == "w" else "x"  # the input output 0 is
+    grads = {"x": dx, "w": dw}
+    np.testing.assert_array_equal(grads[source], _torch_grad_of_sum(arrays[source]))
+    other = "x" if source == "w" else "w"
+    np.testing.assert_array_equal(grads[other], np.zeros(3, np.float32))
+
+
+def test_a_training_step_whose_loss_is_the_weight_itself() -> None:
+    """F4 in the compiled training step: output 0 is the weight w, so each SGD step
+    moves w by ``-lr * d sum(w) / dw``, as ``torch.optim.SGD`` does."""
+    w0 = RNG.standard_normal(3).astype(np.float32)
+    g = Graph("main")
+    x, w = g.input("x", (3,)), g.input("w", (3,))
+    g.output(w, x * w)
+    step = qidao.compile(
+        g, grad=["w"], optimizer=qidao.optim.SGD(lr=0.5), weights={"w": w0}
+    )
+    wt = torch.tensor(w0, requires_grad=True)
+    reference = torch.optim.SGD([wt], lr=0.5)
+    for _ in range(2):
+        step(np.ones(3, np.float32))
+        reference.zero_grad()
+        wt.sum().backward()
+        reference.step()
+    np.testing.assert_allclose(
+        step.parameters["w"],  # type: ignore[attr-defined]
+        wt.detach().numpy(),
+        rtol=1e-6,
+    )
+
+
+def test_torch_compile_of_a_function_returning_its_input() -> None:
+    """F4's sibling in the PyTorch frontend: ``torch.compile`` of ``x -> (x,
+    relu(x))`` (AOTAutograd's joint graph, compiled by qidao) gives x the gradient
+    of the sum of output 0, which is x itself."""
+    x0 = RNG.standard_normal(3).astype(np.float32)
+    compiled = torch.compile(lambda t: (t, torch.relu(t)), backend="qidao")
+    t = torch.tensor(x0, requires_grad=True)
+    compiled(t)[0].sum().backward()
+    assert t.grad is not None
+    np.testing.assert_array_equal(t.grad.numpy(), _torch_grad_of_sum(x0))
+
+
 def test_the_tg_stage_holds_forward_and_backward_after_graph_passes() -> None:
     f = qidao.compile(_book(), grad=["w", "b"])
     tg = f.ir("tg")

@@ -356,6 +356,69 @@ def test_fallback_runs_unsupported_ops_in_pytorch_with_a_notice() -> None:
         compiled.ir("tg")
 
 
+DATA_DEPENDENT: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
+    "mask index": (lambda x: x[x > 0] * 2, "aten.index.Tensor"),
+    "mask index, reduced": (lambda x: x[x > 0].sum() * 2, "aten.index.Tensor"),
+    "nonzero": (lambda x: torch.nonzero(x).float() * 2, "aten.nonzero.default"),
+    "masked_select": (
+        lambda x: torch.masked_select(x, x > 0) + 1,
+        "aten.masked_select.default",
+    ),
+    "unique": (lambda x: torch.unique(x) * 2, "aten._unique2.default"),
+}
+"""Ops whose result's shape depends on the input values (issue 29, F19), and the
+op that makes that shape."""
+
+
+@pytest.mark.parametrize("case", sorted(DATA_DEPENDENT))
+def test_data_dependent_shapes_run_in_pytorch_or_are_named(case: str) -> None:
+    """Without strict, the op with the data-dependent shape and what reads it run
+    in PyTorch (they were compiled by qidao, which raised torch's
+    GuardOnDataDependentSymNode); with strict, the error names the op and why,
+    and not the size checks torch.export adds after it."""
+    fn, op = DATA_DEPENDENT[case]
+    x = torch.tensor([1.0, -1.0, 2.0, -3.0, 2.0])
+    with pytest.warns(UserWarning, match=f"in PyTorch: .*{op}"):
+        compiled = qidao.compile(fn, example_inputs=(x,))
+    assert_matches(compiled(x), fn(x))
+    with pytest.raises(UnsupportedTorchOpsError) as info:
+        qidao.compile(fn, example_inputs=(x,), strict=True)
+    reason = next(label for label in info.value.ops if label.startswith(op))
+    assert "depends on the input values" in reason
+    assert op in str(info.value).splitlines()[0]
+    for bookkeeping in ("_assert_scalar", "sym_size", "operator."):
+        assert bookkeeping not in str(info.value)
+
+
+def test_a_number_read_from_a_tensor_runs_in_pytorch() -> None:
+    """``Tensor.item()`` is a number known only when the model runs: what reads it
+    stays in PyTorch (it reached qidao as a graph input that is not a tensor)."""
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x) * x.sum().item()
+
+    x = torch.randn(3, 4)
+    with pytest.warns(UserWarning, match="in PyTorch"):
+        compiled = qidao.compile(fn, example_inputs=(x,))
+    assert_matches(compiled(x), fn(x))
+    with pytest.raises(UnsupportedTorchOpsError, match="known only when it runs"):
+        qidao.compile(fn, example_inputs=(x,), strict=True)
+
+
+def test_torch_compile_strict_error_reaches_the_user_unwrapped() -> None:
+    """Dynamo wraps a backend's exception in its BackendCompilerFailed; qidao's
+    refusal is raised by the compiled graph instead, as it is, with the ops named
+    on its first line."""
+    model, x = Unsupported().eval(), torch.randn(2, 8)
+    fast = torch.compile(model, backend="qidao", options={"strict": True})
+    with pytest.raises(UnsupportedTorchOpsError) as info, torch.no_grad():
+        fast(x)
+    first_line = str(info.value).splitlines()[0]
+    assert "aten.cumprod.default, aten.cumsum.default" in first_line
+    with pytest.raises(TypeError, match=r"unknown option\(s\) nonsense"):
+        torch.compile(model, backend="qidao", options={"nonsense": 1})(x)
+
+
 def test_exact_gelu_compiles_through_erf() -> None:
     model, x = EncoderBlock(approximate="none").eval(), torch.randn(2, 8, 32)
     compiled = qidao.compile(model, example_inputs=(x,), strict=True)
@@ -461,8 +524,9 @@ def test_torch_compile_options_reach_qidao_compile() -> None:
     fast = torch.compile(model, backend="qidao", dynamic=False, options={"threads": 1})
     with torch.no_grad():
         assert_matches(fast(x), model(x))
+    refused = qidao_backend(gm, [x], options=1)  # raised when called (Refused)
     with pytest.raises(TypeError, match="takes a dict"):
-        qidao_backend(gm, [x], options=1)
+        refused(x)
 
 
 def test_torch_compile_recompiles_for_a_new_shape() -> None:

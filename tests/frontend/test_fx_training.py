@@ -5,6 +5,7 @@ PyTorch (``torch.autograd``) as the oracle."""
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -340,10 +341,11 @@ def test_strict_names_every_unsupported_op_of_both_graphs() -> None:
     fast = torch.compile(
         abs_and_atan, backend="qidao", dynamic=False, options={"strict": True}
     )
-    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
+    with pytest.raises(UnsupportedTorchOpsError) as info:  # not dynamo's wrapper
         fast(x, w)
-    error = info.value.inner_exception
-    assert isinstance(error, UnsupportedTorchOpsError)
+    error = info.value
+    first_line = str(error).splitlines()[0]
+    assert "(aten.atan.default, aten.sign.default)" in first_line
     assert set(error.ops) == {"aten.sign.default", "aten.atan.default"}
     assert error.ops["aten.sign.default"] == ["sign (backward)"]
     assert error.ops["aten.atan.default"] == ["atan (forward)"]
@@ -366,6 +368,51 @@ def test_without_strict_unsupported_ops_run_in_pytorch_with_a_warning() -> None:
         abs_and_atan(x, w).sum().backward()
     assert_close(got[0], x.grad, "gradient of x")
     assert_close(got[1], w.grad, "gradient of w")
+
+
+# ---- qidao's own training options under torch.compile -----------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "instead"),
+    [
+        ("checkpoint", 2, "torch.utils.checkpoint.checkpoint"),
+        ("grad", ["x"], "loss.backward()"),
+        ("optimizer", qidao.optim.SGD(lr=0.1), "torch.optim"),
+    ],
+)
+def test_training_options_are_refused_with_what_to_do_instead(
+    option: str, value: Any, instead: str
+) -> None:
+    """grad=, optimizer= and checkpoint= are for qidao.compile: a torch.compile
+    user is told what does the job there (issue 29, F22)."""
+    model = nn.Linear(8, 8)
+    fast = torch.compile(model, backend="qidao", options={option: value})
+    with pytest.raises(qidao.ArgumentError) as info:
+        fast(torch.randn(4, 8)).sum().backward()
+    message = str(info.value)
+    assert message.startswith(f"torch.compile(backend='qidao', options={{'{option}'")
+    assert instead in message
+
+
+def test_torch_utils_checkpoint_trains_through_qidao() -> None:
+    """What the checkpoint refusal points to: torch.utils.checkpoint's blocks
+    are recomputed by the backward graph qidao compiles."""
+
+    class Checkpointed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+        def block(self, x: Any) -> Any:
+            return torch.tanh(self.b(torch.tanh(self.a(x))))
+
+        def forward(self, x: Any) -> Any:
+            checkpoint = torch.utils.checkpoint.checkpoint
+            return checkpoint(self.block, x, use_reentrant=False).sum()
+
+    sgd = functools.partial(torch.optim.SGD, lr=0.1)
+    train_like_eager(Checkpointed(), lambda: (torch.randn(4, 8),), 3, sgd)
 
 
 # ---- cross entropy: nll_loss converted whole ---------------------------------
@@ -506,3 +553,22 @@ def test_cross_entropy_refusals_name_the_argument() -> None:
     (probabilities,) = unsupported_ops(probs.graph_module)
     assert "label_smoothing=0.1 is not supported" in smoothing
     assert "class probabilities as target are not supported" in probabilities
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"grad": ["x"]},
+        {"grad": ["x"], "optimizer": qidao.optim.SGD(lr=0.1)},
+        {"grad": ["x"], "checkpoint": 2},
+    ],
+    ids=["grad", "optimizer", "checkpoint"],
+)
+def test_qidao_compile_of_a_module_refuses_training_options(
+    options: dict[str, Any],
+) -> None:
+    """Its gradients are PyTorch's: the error says to train through torch.compile
+    (it was torch's own ``treespec.unflatten`` ValueError)."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    with pytest.raises(qidao.ArgumentError, match=r"trains through torch\.compile"):
+        qidao.compile(model, example_inputs=(torch.randn(2, 4),), **options)

@@ -1,16 +1,23 @@
 """``qidao fuzz`` (issue 12, item 6): a short run of every kind finds no failure, and
 the harness itself records a crash of native code, a hang and a raw error as such,
-survives them (a fresh worker takes the next case) and exits 1."""
+survives them (a fresh worker takes the next case) and exits 1. The ``cache`` and
+``training`` kinds (issue 29, item 10) find no failure on a few seeds, and report
+one when the check they test is taken out."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from qidao.compiler import optim
+from qidao.compiler.cache import store
 from qidao.tools.cli import main
 from qidao.tools.fuzz import format_counts, run_fuzz
+from qidao.tools.fuzz_cache import cache_case
 from qidao.tools.fuzz_cases import KINDS
+from qidao.tools.fuzz_training import training_case
 
 
 def test_a_short_run_of_every_kind_finds_no_failure() -> None:
@@ -46,3 +53,37 @@ def test_the_command_prints_counts_writes_csv_and_fails_on_failures(
     out = capsys.readouterr().out
     assert "1 failure(s):" in out and "qidao fuzz --kinds selftest-raw --seed 0" in out
     assert path.read_text().splitlines()[0] == "kind,seed,status,seconds,detail"
+
+
+def test_the_cache_and_training_kinds_find_no_failure() -> None:
+    outcomes = run_fuzz(["cache", "training"], cases=3, seed=0, progress=False)
+    assert not [o for o in outcomes if o.failed], format_counts(outcomes)
+    assert all(o.status == "ok" for o in outcomes), format_counts(outcomes)
+
+
+def test_the_cache_kind_reports_a_signature_check_that_accepts_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Weights forged by someone without the key (their checksums recomputed) are
+    rebuilt; with a store that takes every signature they load, and the case says
+    so: a hit on a tampered entry, and an answer that is not NumPy's."""
+    forge = ["forge-weights"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    status, detail = cache_case(np.random.default_rng(0), tmp_path / "a", forge)
+    assert status == "ok" and "rebuilt" in detail, detail
+    monkeypatch.setattr(store, "signed", lambda key, data, signature: True)
+    status, detail = cache_case(np.random.default_rng(0), tmp_path / "b", forge)
+    assert status == "wrong", detail
+    assert "a hit on a tampered entry" in detail and "differs from NumPy" in detail
+
+
+def test_the_training_kind_reports_settings_that_are_not_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the optimizers' settings unchecked (any value taken, as a plain
+    dataclass would), the cases that assign a bad one are wrong."""
+    monkeypatch.setattr(optim._Settings, "__setattr__", object.__setattr__)
+    monkeypatch.setattr(optim._Settings, "__delattr__", object.__delattr__)
+    outcomes = [training_case(np.random.default_rng([s, 8]), Path()) for s in range(6)]
+    assert any(status == "wrong" for status, _ in outcomes), outcomes

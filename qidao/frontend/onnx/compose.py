@@ -8,16 +8,28 @@ operations as the ONNX reference, so the same rounding, NaN and infinities) or,
 where it says so, within rounding of it; an attribute value it cannot compose
 exactly is refused with a ``node.error`` that says why, never approximated. Float
 compositions work on float32 and float64 alike (scalars take the tensor's dtype).
+The ``autodiff`` pass differentiates a composition op by op, so each activation is
+also written for PyTorch's gradient at its kinks (``where`` on PyTorch's
+comparison, ``_nonpositive``), not only for its value: ``docs/autodiff.md``,
+"Activations composed of these ops".
 
-A building block recurs:
+Building blocks:
 
 - ``_expm1(x)`` is ``exp(x) - 1`` without the cancellation near 0:
   ``tanh(x / 2) * (exp(x) + 1)``, accurate to a few ulp relative everywhere
   (qidao's ``tanh`` keeps relative accuracy near 0), -1 at -inf, inf at inf.
+- ``_log1p(u)`` is ``log(1 + u)`` for ``0 <= u <= 1`` to a few ulp: ``log(w)``
+  less the exact rounding error of ``w = 1 + u`` over ``w`` (``Softplus``).
+- ``_trunc(x)`` is ``trunc(x)`` exact for every finite float and without a
+  gradient (through an integer cast; ``Floor``, ``Ceil``, ``Round``).
+- ``nn.norm_root(s, p)``, the p-th root of a sum of ``|x|^p`` whose gradient at a
+  zero sum is 0 (``ReduceL2``, as ``LpPool``).
 
 NaN: the ops built from ``max``/``min``/``relu`` propagate NaN as ONNX's reference
 does; those the reference writes with ``np.where`` (``ThresholdedRelu``,
-``Shrink``) use ``where`` too, so a NaN input gives what the reference gives.
+``Shrink``) use ``where`` too, so a NaN input gives what the reference gives. The
+``where`` written for a gradient (``_nonpositive``, ``Clip``'s tie) takes the
+branch that holds ``x`` when its comparison is false, so NaN stays NaN there too.
 """
 
 from __future__ import annotations
@@ -29,8 +41,10 @@ import numpy as np
 from onnx import helper
 
 from qidao.frontend.builder import Graph, Value
+from qidao.frontend.limits import check_tensor
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.load import DTYPES
+from qidao.frontend.onnx.nn import norm_root
 from qidao.frontend.onnx.node import Node
 from qidao.frontend.onnx.reduce import _reduce_axes, reduce_values
 
@@ -52,67 +66,140 @@ def _abs(g: Graph, x: Value) -> Value:
 # ---- activations ------------------------------------------------------------------
 
 
+def _nonpositive(g: Graph, x: Value) -> Value:
+    """``min(x, 0)`` as ``where(x > 0, 0, x)``: at ``x = 0`` it is ``x``, gradient 1,
+    so beside ``relu(x)`` (gradient 0 at 0) every piece of an activation takes its
+    ``x <= 0`` formula at 0, as PyTorch's backward does (elu'(0) = alpha; ``min``'s
+    tie would give each side half). Where ``x > 0`` it is the constant 0, so a
+    factor it meets there gets a zero gradient, never ``0 * inf``."""
+    return g.where(g.greater(x, 0.0), 0.0, x)
+
+
+def _leaky(g: Graph, x: Value, slope: Value | float, finite: bool) -> Value:
+    """``x`` where ``x > 0``, else ``x * slope`` (``slope`` broadcasting to ``x``):
+    PyTorch's ``where(x > 0, x, x * slope)``, so the gradient at ``x = 0`` is the
+    slope (``leaky_relu_backward``) and the slope's is ``x`` where ``x <= 0``. The
+    product takes ``_nonpositive(x)``: an infinite ``x > 0`` gives the slope a zero
+    gradient, not ``0 * inf``. A slope not known to be ``finite`` is replaced by 1
+    at ``x = 0`` where it is not finite, so that zero stays zero (the spec and ONNX
+    Runtime: ``x`` for ``x >= 0`` whatever the slope; ``0 * inf`` is NaN)."""
+    if not finite:
+        s = slope if isinstance(slope, Value) else g.constant(slope, dtype=x.dtype)
+        at_zero = g.where(g.equal(s - s, 0.0), s, 1.0)
+        slope = g.where(g.less(x, 0.0), s, at_zero)
+    return g.where(g.greater(x, 0.0), x, _nonpositive(g, x) * slope)
+
+
 @converter("LeakyRelu")
 def _leaky_relu(im: Importer, node: Node) -> list[Value | Array]:
-    """``x if x >= 0 else alpha * x`` (alpha default 0.01) as
-    ``where(x < 0, x * alpha, x)``: with an infinite or NaN alpha, x >= 0 still
-    gives x (the spec and ONNX Runtime; ``relu(x) + min(x, 0) * alpha`` gave
-    ``0 * inf`` = NaN there)."""
+    """``x if x >= 0 else alpha * x`` (alpha default 0.01), as ``_leaky``: the
+    gradient at 0 is alpha (PyTorch's), and an infinite or NaN alpha still gives
+    ``x`` for ``x >= 0`` (``relu(x) + min(x, 0) * alpha`` gave ``0 * inf`` = NaN
+    there)."""
     g, x = im.graph, im.input(node, 0)
     alpha = _float(node, "alpha", 0.01)
-    return [g.where(g.less(x, 0.0), x * alpha, x)]
+    return [_leaky(g, x, alpha, math.isfinite(alpha))]
 
 
 @converter("PRelu")
 def _prelu(im: Importer, node: Node) -> list[Value | Array]:
-    """``x if x >= 0 else slope * x``, ``slope`` broadcasting to ``x`` (since opset 7),
-    as ``where(x < 0, x * slope, x)`` (an infinite or NaN slope: see LeakyRelu)."""
+    """``x if x >= 0 else slope * x``, ``slope`` broadcasting to ``x`` (since opset
+    7), as ``_leaky`` (the gradient at 0 is the slope's, as PyTorch's ``prelu``); a
+    constant slope with only finite values needs no guard for ``x = 0``."""
     g, x, slope = im.graph, im.input(node, 0), im.input(node, 1)
-    return [g.where(g.less(x, 0.0), x * slope, x)]
+    constant = im.env.get(node.inputs[1])
+    finite = isinstance(constant, np.ndarray) and bool(np.isfinite(constant).all())
+    return [_leaky(g, x, slope, finite)]
+
+
+def _hard_sigmoid(g: Graph, x: Value, alpha: float, beta: float) -> Value:
+    """``max(0, min(1, alpha * x + beta))`` as ``where(t >= 1, 1, relu(t))`` with
+    ``t = alpha * x + beta``: the gradient is ``alpha`` strictly between the kinks
+    and 0 at both (relu'(0) = 0, and the constant 1 from ``t = 1`` on), PyTorch's
+    ``hardsigmoid_backward``; ``min(relu(t), 1)`` gave half at ``t = 1`` (a tie)."""
+    t = x * alpha + beta
+    return g.where(g.greater_equal(t, 1.0), 1.0, g.relu(t))
 
 
 @converter("HardSigmoid")
-def _hard_sigmoid(im: Importer, node: Node) -> list[Value | Array]:
-    """``max(0, min(1, alpha * x + beta))`` (alpha 0.2, beta 0.5)."""
+def _hard_sigmoid_op(im: Importer, node: Node) -> list[Value | Array]:
+    """``max(0, min(1, alpha * x + beta))`` (alpha 0.2, beta 0.5): ``_hard_sigmoid``."""
     g, x = im.graph, im.input(node, 0)
     alpha, beta = _float(node, "alpha", 0.2), _float(node, "beta", 0.5)
-    return [g.minimum(g.relu(x * alpha + beta), 1.0)]
+    return [_hard_sigmoid(g, x, alpha, beta)]
 
 
 @converter("HardSwish")
 def _hard_swish(im: Importer, node: Node) -> list[Value | Array]:
-    """``x * HardSigmoid(x)`` with alpha 1/6, beta 0.5 (opset 14)."""
+    """``x * HardSigmoid(x)`` with alpha 1/6, beta 0.5 (opset 14): the gradient at
+    ``x = -3`` is 0 and at ``x = 3`` is 1, as PyTorch's ``hardswish_backward``
+    (``_hard_sigmoid``'s is 0 at both kinks)."""
     g, x = im.graph, im.input(node, 0)
-    return [x * g.minimum(g.relu(x * (1.0 / 6.0) + 0.5), 1.0)]
+    return [x * _hard_sigmoid(g, x, 1.0 / 6.0, 0.5)]
 
 
-_INTEGRAL_FROM = {"float16": 2.0**10, "float32": 2.0**23, "float64": 2.0**52}
-"""From this magnitude on every float of the type is an integer (its own floor)."""
+_MANTISSA_BITS = {"float16": 10, "float32": 23, "float64": 52}
+"""From ``2^bits`` on every float of the type is an integer (its own floor)."""
+
+_SCALE_STEPS = {
+    "float16": (),
+    "float32": (64, 32),
+    "float64": (512, 256, 128, 64, 32, 16, 8),
+}
+"""The powers of two ``_trunc`` may divide by, largest first: after them every
+finite value of the type is below ``2^(bits + the last step)``, within int64."""
+
+
+def _trunc(g: Graph, x: Value) -> Value:
+    """``trunc(x)`` for finite ``x``, exact, with no gradient: the value passes
+    through an integer (a cast to int64, int32 for float16, and back), and the
+    autodiff pass follows float values only. A float ``|x| >= 2^bits`` is an
+    integer too large for the cast: a binary search on comparisons alone finds a
+    power of two ``s`` that brings it below ``2^62`` (``|x| >= 2^(bits + b)``, so
+    ``x / 2^b`` is still an integer, for ``b`` in ``_SCALE_STEPS``), and the result
+    is ``trunc(x / s) * s`` (every step exact: ``s`` is a power of two and the
+    quotient an integer). Garbage for inf and NaN (the cast of a non-finite float):
+    the caller masks them."""
+    bits = _MANTISSA_BITS[x.dtype]
+    y, s = _abs(g, x), None  # s: the product of the factors taken
+    for b in _SCALE_STEPS[x.dtype]:
+        scale_down = g.greater_equal(y, 2.0 ** (bits + b))
+        y = g.where(scale_down, y * 2.0**-b, y)
+        factor = g.where(scale_down, g.constant(2.0**b, dtype=x.dtype), 1.0)
+        s = factor if s is None else s * factor
+    ints = "int32" if x.dtype == "float16" else "int64"
+    if s is None:
+        return g.cast(g.cast(x, ints), x.dtype)
+    return g.cast(g.cast(x / s, ints), x.dtype) * s
 
 
 def _floor(g: Graph, node: Node, x: Value) -> Value:
-    """``floor(x)`` from a truncating cast: ``t = trunc(x)`` (a cast to an integer
-    and back), one less where ``x < t`` (a negative non-integer); a zero result
-    takes x's sign (``floor(-0.0) = -0.0``, ``floor(0.3) = +0``); from
-    ``_INTEGRAL_FROM`` on, and for inf and NaN, ``x`` itself (never cast)."""
-    if x.dtype not in _INTEGRAL_FROM:
+    """``floor(x)``, exact for every float and with a zero gradient everywhere (as
+    PyTorch's): ``t = _trunc(x)``, one less where ``x < t`` (a negative
+    non-integer); a zero result takes x's sign (``floor(-0.0) = -0.0``,
+    ``floor(0.3) = +0``) from ``x * 0``; inf, -inf are the constants and NaN is
+    ``x * 0`` (NaN). No branch is ``x`` itself: its gradient would be 1 (it was,
+    from ``2^23`` on)."""
+    if x.dtype not in _MANTISSA_BITS:
         raise node.error(f"expects a float tensor, got {x.dtype}")
-    ints = "int64" if x.dtype == "float64" else "int32"
-    t = g.cast(g.cast(x, ints), x.dtype)
+    t = _trunc(g, x)
     r = t - g.cast(g.less(x, t), x.dtype)
     r = g.where(g.equal(r, 0.0), x * 0.0, r)
-    return g.where(g.less(g.abs(x), _INTEGRAL_FROM[x.dtype]), r, x)
+    not_finite = g.where(
+        g.greater(x, 0.0), math.inf, g.where(g.less(x, 0.0), -math.inf, x * 0.0)
+    )
+    return g.where(g.less(_abs(g, x), math.inf), r, not_finite)
 
 
 @converter("Floor")
 def _floor_op(im: Importer, node: Node) -> list[Value | Array]:
-    """``floor(x)``, exact for every float (``_floor``)."""
+    """``floor(x)``, exact for every float, gradient 0 (``_floor``)."""
     return [_floor(im.graph, node, im.input(node, 0))]
 
 
 @converter("Ceil")
 def _ceil(im: Importer, node: Node) -> list[Value | Array]:
-    """``ceil(x) = -floor(-x)`` (``ceil(-0.3) = -0.0``, as IEEE's)."""
+    """``ceil(x) = -floor(-x)`` (``ceil(-0.3) = -0.0``, as IEEE's), gradient 0."""
     g, x = im.graph, im.input(node, 0)
     return [g.neg(_floor(g, node, g.neg(x)))]
 
@@ -122,8 +209,9 @@ def _round(im: Importer, node: Node) -> list[Value | Array]:
     """Round half to even (``np.round``), exact for every float: ``f = floor(x)``
     (``_floor``), ``d = x - f`` (exact), one more where ``d > 0.5`` or ``d == 0.5``
     and ``f`` is odd; a zero result takes x's sign (``round(-0.3) = -0.0``). From
-    ``_INTEGRAL_FROM`` on ``d`` is 0, and inf and NaN give themselves (``d`` is NaN,
-    every comparison false)."""
+    ``2^bits`` (``_MANTISSA_BITS``) on ``d`` is 0, and inf and NaN give themselves
+    (``d`` is NaN, every comparison false). The gradient is 0 everywhere, as
+    PyTorch's: ``f`` has none (``_floor``) and ``d`` meets comparisons only."""
     g, x = im.graph, im.input(node, 0)
     f = _floor(g, node, x)
     d = x - f
@@ -136,40 +224,60 @@ def _round(im: Importer, node: Node) -> list[Value | Array]:
 @converter("Elu")
 def _elu(im: Importer, node: Node) -> list[Value | Array]:
     """``x if x > 0 else alpha * (exp(x) - 1)`` (alpha 1.0) as
-    ``relu(x) + alpha * expm1(min(x, 0))``; the second term is 0 for ``x >= 0``."""
+    ``relu(x) + alpha * expm1(_nonpositive(x))``: the second term is 0 for
+    ``x >= 0``; the gradient at 0 is alpha (PyTorch's ``elu_backward``)."""
     g, x = im.graph, im.input(node, 0)
     alpha = _float(node, "alpha", 1.0)
-    return [g.relu(x) + _expm1(g, g.minimum(x, 0.0)) * alpha]
+    return [g.relu(x) + _expm1(g, _nonpositive(g, x)) * alpha]
 
 
 @converter("Selu")
 def _selu(im: Importer, node: Node) -> list[Value | Array]:
     """``gamma * (x if x > 0 else alpha * exp(x) - alpha)`` (alpha 1.67326...,
-    gamma 1.0507...) as ``gamma * (relu(x) + alpha * expm1(min(x, 0)))``."""
+    gamma 1.0507...) as ``gamma * (relu(x) + alpha * expm1(_nonpositive(x)))``: the
+    gradient at 0 is ``gamma * alpha``, PyTorch's."""
     g, x = im.graph, im.input(node, 0)
     alpha = _float(node, "alpha", 1.67326319217681884765625)
     gamma = _float(node, "gamma", 1.05070102214813232421875)
-    return [(g.relu(x) + _expm1(g, g.minimum(x, 0.0)) * alpha) * gamma]
+    return [(g.relu(x) + _expm1(g, _nonpositive(g, x)) * alpha) * gamma]
 
 
 @converter("Celu")
 def _celu(im: Importer, node: Node) -> list[Value | Array]:
-    """``max(0, x) + min(0, alpha * expm1(x / alpha))`` (alpha 1.0, opset 12)."""
+    """``max(0, x) + min(0, alpha * expm1(x / alpha))`` (alpha 1.0, opset 12) as
+    ``relu(x) + alpha * expm1(_nonpositive(x) / alpha)``: the same value for either
+    sign of alpha (the second term is 0 for ``x >= 0`` and not positive below), and
+    the gradient is 1 at 0 (celu is smooth there), 1 at inf (``expm1(inf / alpha)``
+    is not reached, so no ``0 * inf``)."""
     g, x = im.graph, im.input(node, 0)
     alpha = _float(node, "alpha", 1.0)
     if alpha == 0.0:
         raise node.error("alpha must not be 0 (the definition divides by it)")
-    return [g.relu(x) + g.minimum(_expm1(g, x / alpha) * alpha, 0.0)]
+    return [g.relu(x) + _expm1(g, _nonpositive(g, x) / alpha) * alpha]
 
 
 @converter("Softplus")
 def _softplus(im: Importer, node: Node) -> list[Value | Array]:
-    """``log(exp(x) + 1)``, computed as ``relu(x) + log(1 + exp(-|x|))`` so that a
+    """``log(exp(x) + 1)``, computed as ``relu(x) + log1p(exp(-|x|))`` so that a
     large ``x`` does not overflow (the reference uses ``np.logaddexp(0, x)``).
-    Without ``log1p``, ``1 + exp(-|x|)`` rounds: the absolute error stays below
-    2^-24 (6e-8), which is the whole result for ``x`` < -17."""
+    ``-|x|`` is ``where(x > 0, -x, x)``: at 0 both terms take their ``x <= 0``
+    formula (relu's gradient 0 and ``x``'s 1), so their kinks cancel as in softplus
+    and the gradient is ``sigmoid(0) = 1/2`` (with ``abs``, whose gradient at 0 is
+    0, it was 0). ``_log1p`` keeps the result within 2 ulp for negative ``x`` too
+    (``log(1 + u)`` was 2^-24 off, the whole result for ``x < -17``, and Mish's
+    gradient, which reads it, 5% off at ``x = -20``)."""
     g, x = im.graph, im.input(node, 0)
-    return [g.relu(x) + g.log(g.exp(g.neg(_abs(g, x))) + 1.0)]
+    minus_abs = g.where(g.greater(x, 0.0), g.neg(x), x)
+    return [g.relu(x) + _log1p(g, g.exp(minus_abs))]
+
+
+def _log1p(g: Graph, u: Value) -> Value:
+    """``log(1 + u)`` for ``0 <= u <= 1``, to a few ulp: ``w = 1 + u`` rounds, but
+    its rounding error ``c = (w - 1) - u`` is exact (Fast2Sum, as ``1 >= u``), and
+    ``log(1 + u) = log(w - c) = log(w) - c / w`` to within ``(c / w)^2``. Its
+    gradient is ``1 / w`` up to the same order (``c``'s is exactly 0)."""
+    w = u + 1.0
+    return g.log(w) - ((w - 1.0) - u) / w
 
 
 @converter("Softsign")
@@ -280,9 +388,12 @@ def _pow_by_constant(g: Graph, x: Value, exponent: Array) -> Value | Array | Non
 
 @converter("Clip")
 def _clip(im: Importer, node: Node) -> list[Value | Array]:
-    """``min(max(x, lo), hi)``, as NumPy ``clip`` (lo > hi gives hi). ``min``/``max``
-    are attributes before opset 11, optional scalar inputs #1/#2 from 11 (runtime
-    tensors too)."""
+    """``min(max(x, lo), hi)``, as NumPy ``clip`` (lo > hi gives hi; a NaN input or
+    bound gives NaN). ``min``/``max`` are attributes before opset 11, optional scalar
+    inputs #1/#2 from 11 (runtime tensors too). A tie with a bound keeps ``x``:
+    ``where(x >= lo, x, max(x, lo))``, so ``x`` gets the gradient on the closed
+    ``[lo, hi]`` and a bound only strictly outside, as PyTorch's ``clamp`` (a tie
+    of ``max`` would split it in half)."""
     g, x = im.graph, im.input(node, 0)
     lo: Value | float | None
     hi: Value | float | None
@@ -292,9 +403,11 @@ def _clip(im: Importer, node: Node) -> list[Value | Array]:
         lo, hi = im.optional_input(node, 1), im.optional_input(node, 2)
     y = x
     if lo is not None:
-        y = g.maximum(y, lo if isinstance(lo, Value) else float(lo))
+        low = lo if isinstance(lo, Value) else float(lo)
+        y = g.where(g.greater_equal(y, low), y, g.maximum(y, low))
     if hi is not None:
-        y = g.minimum(y, hi if isinstance(hi, Value) else float(hi))
+        high = hi if isinstance(hi, Value) else float(hi)
+        y = g.where(g.less_equal(y, high), y, g.minimum(y, high))
     return [y]
 
 
@@ -473,7 +586,12 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
     """Padding in mode ``constant``, ``edge``, ``reflect`` or ``wrap``. ``pads``
     ([begins..., ends...]) and ``value`` are attributes before opset 11; from 11
     ``pads`` is input #1 and ``constant_value`` input #2, and from 18 ``axes`` input
-    #3. ``pads`` and ``axes`` must be constants; negative pads are refused.
+    #3. ``pads`` and ``axes`` must be constants; negative pads are refused, and so
+    are, as ONNX Runtime refuses them, a ``reflect`` pad of the axis size or more
+    (a reflection repeats no border element, so it takes at most ``n - 1``) and an
+    ``edge``, ``reflect`` or ``wrap`` pad of an empty axis. The padded tensor and
+    each index table are checked against qidao's tensor limit before NumPy makes
+    them.
 
     A finite constant value on a float tensor is one ``tg.pad``. Any other padding
     gathers, one padded axis at a time, with constant indices (``tg.gather``,
@@ -508,6 +626,10 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
     low, high = [0] * x.rank, [0] * x.rank
     for k, axis in enumerate(axes):
         low[axis], high[axis] = pads[k], pads[len(axes) + k]
+    padded = [n + lo + hi for n, lo, hi in zip(x.shape, low, high, strict=True)]
+    check_tensor(node.label, padded, np.dtype(x.dtype).itemsize)
+    if mode != "constant":
+        _check_copied_pads(node, mode, x.shape, low, high)
     fill: Value | float | None = None  # a runtime value, or inf, -inf, NaN
     if mode == "constant":
         if isinstance(value, Value):
@@ -521,6 +643,8 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
         if low[axis] == 0 and high[axis] == 0:
             continue
         n = y.shape[axis]
+        table = f"{node.label} (the index table of axis {axis})"
+        check_tensor(table, [n + low[axis] + high[axis]], 8)
         if fill is not None:  # position n holds the constant value
             border = [*y.shape[:axis], 1, *y.shape[axis + 1 :]]
             if isinstance(fill, Value):
@@ -533,6 +657,28 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
             indices = np.pad(np.arange(n), (low[axis], high[axis]), _PAD_MODES[mode])
         y = g.gather(y, indices, axis)
     return [y]
+
+
+def _check_copied_pads(
+    node: Node, mode: str, shape: tuple[int, ...], low: list[int], high: list[int]
+) -> None:
+    """Refuse what ONNX Runtime refuses in the modes that copy input elements: any
+    pad of an empty axis, and a ``reflect`` pad of ``n`` or more on an axis of
+    ``n`` (np.pad would reflect again, periodically)."""
+    for axis, (n, lo, hi) in enumerate(zip(shape, low, high, strict=True)):
+        if lo == 0 and hi == 0:
+            continue
+        if n == 0:
+            raise node.error(
+                f"mode '{mode}' cannot pad axis {axis}, which is empty (pads {lo} "
+                f"before, {hi} after): there is no element to copy"
+            )
+        if mode == "reflect" and max(lo, hi) >= n:
+            raise node.error(
+                f"mode 'reflect' pads axis {axis} of size {n} by {lo} before and {hi} "
+                f"after; a reflection takes at most {n - 1} (the axis size less one) "
+                "on each side, as ONNX Runtime requires"
+            )
 
 
 def _pad_value(im: Importer, node: Node, name: str) -> float | Value:
@@ -577,11 +723,13 @@ def _reduce_l1(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("ReduceL2")
 def _reduce_l2(im: Importer, node: Node) -> list[Value | Array]:
-    """``sqrt(sum(x * x))`` over the axes."""
+    """``sqrt(sum(x * x))`` over the axes (``norm_root``: a zero vector has a zero
+    gradient, as PyTorch's ``vector_norm``, not NaN)."""
     g = im.graph
     x, axes, keepdims = _reduce_operands(im, node)
     square = x * x
-    return [g.sqrt(square if axes is None else g.reduce_sum(square, axes, keepdims))]
+    total = square if axes is None else g.reduce_sum(square, axes, keepdims)
+    return [norm_root(g, total, 2)]
 
 
 @converter("ReduceSumSquare")

@@ -76,6 +76,22 @@ def _axes(
     return None if value is None else _ints(value)
 
 
+def _check_result(node: Node, shape: Sequence[int], dtype: Any) -> None:
+    """``check_tensor`` on the result a folder is about to make, before NumPy
+    allocates it: a broadcast, a gather or a concatenation of constants within the
+    limit can make one beyond it."""
+    check_tensor(node.label, shape, np.dtype(dtype).itemsize)
+
+
+def _broadcast(node: Node, shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise node.error(
+            f"input shapes {[list(s) for s in shapes]} do not broadcast"
+        ) from None
+
+
 def _normalized_axes(node: Node, axes: Sequence[int], rank: int) -> list[int]:
     normalized = [_axis(node, a, rank) for a in axes]
     if len(set(normalized)) != len(normalized):
@@ -186,6 +202,8 @@ def _binary(node: Node, args: list[Array | None]) -> list[Array]:
     needed = 1 if node.op_type in _VARIADIC else 2
     if len(operands) < needed:
         raise node.error(f"needs at least {needed} input(s), got {len(operands)}")
+    widest = np.result_type(*operands)
+    _check_result(node, _broadcast(node, [o.shape for o in operands]), widest)
     result = operands[0]
     for operand in operands[1:]:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -229,6 +247,8 @@ def _unary(node: Node, args: list[Array | None]) -> list[Array]:
 def _where(node: Node, args: list[Array | None]) -> list[Array]:
     condition = _arg(node, args, 0, "condition")
     x, y = _arg(node, args, 1, "X"), _arg(node, args, 2, "Y")
+    shape = _broadcast(node, [condition.shape, x.shape, y.shape])
+    _check_result(node, shape, np.result_type(x, y))
     return [np.where(condition.astype(bool), x, y)]
 
 
@@ -259,7 +279,9 @@ def _cast(node: Node, args: list[Array | None]) -> list[Array]:
             f"Cast to {name} is not supported; only bool, float16/32/64 and "
             "(unsigned) integer types are"
         )
-    return [x.astype(helper.tensor_dtype_to_np_dtype(to))]
+    dtype = helper.tensor_dtype_to_np_dtype(to)
+    _check_result(node, x.shape, dtype)
+    return [x.astype(dtype)]
 
 
 # ---- shape and indexing -----------------------------------------------------------
@@ -304,6 +326,8 @@ def _gather(node: Node, args: list[Array | None]) -> list[Array]:
         raise node.error(
             f"indices {_ints(indices)} are out of range for axis {axis} of size {n}"
         )
+    shape = [*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :]]
+    _check_result(node, shape, data.dtype)
     return [np.take(data, indices.astype(np.int64), axis=axis)]
 
 
@@ -315,6 +339,10 @@ def _concat(node: Node, args: list[Array | None]) -> list[Array]:
     if "axis" not in node.attrs:
         raise node.error("the axis attribute is required")
     axis = _axis(node, int(node.attr("axis")), max(operands[0].ndim, 1))
+    if all(o.ndim == operands[0].ndim for o in operands) and operands[0].ndim:
+        shape = list(operands[0].shape)
+        shape[axis] = sum(o.shape[axis] for o in operands)
+        _check_result(node, shape, np.result_type(*operands))
     return [np.concatenate(operands, axis=axis)]
 
 

@@ -430,9 +430,7 @@ def load_external_data(proto: Any, folder: str) -> None:
     inside ``folder`` (no absolute path, no ``..``, no symlink leading out) naming an
     existing file, and the bytes it names must lie inside that file.
     """
-    tensors = external_tensors(proto.graph)
-    planned = [(what, t, *_external_place(what, t, folder)) for what, t in tensors]
-    for what, tensor, path, offset, length in planned:
+    for what, tensor, path, offset, length in external_places(proto, folder):
         try:
             with open(path, "rb") as f:
                 f.seek(offset)
@@ -451,6 +449,16 @@ def load_external_data(proto: Any, folder: str) -> None:
         tensor.raw_data = data
         tensor.data_location = onnx.TensorProto.DEFAULT
         del tensor.external_data[:]
+
+
+def external_places(
+    proto: Any, folder: str
+) -> list[tuple[str, Any, str, int, int | None]]:
+    """``(what, tensor, path, offset, length)`` for every external tensor of
+    ``proto``, every location checked as :func:`load_external_data` says before
+    any is returned (the compile cache keys exactly these bytes)."""
+    tensors = external_tensors(proto.graph)
+    return [(what, t, *_external_place(what, t, folder)) for what, t in tensors]
 
 
 def _external_info(tensor: Any) -> dict[str, str]:

@@ -501,16 +501,24 @@ def _power(x: Value, p: int) -> Value:
     return result
 
 
-def _root(g: Graph, x: Value, p: int) -> Value:
-    """``x ** (1 / p)`` for ``x >= 0``: sqrt for p = 2 and 4, else
-    ``exp(log(x) / p)`` (0 gives ``exp(-inf) = 0``)."""
+def norm_root(g: Graph, x: Value, p: int) -> Value:
+    """``x ** (1 / p)`` for a sum ``x >= 0`` of ``|element| ** p``: sqrt for p = 2
+    and 4, else ``exp(log(x) / p)`` (0 gives ``exp(-inf) = 0``). A zero sum is 0
+    with a zero gradient, PyTorch's ``vector_norm`` at a zero vector: the result is
+    ``where(x == 0, 0, root(where(x == 0, 1, x)))``, so the root's derivative there
+    (``1 / (2 sqrt(0))`` = inf) never meets the zero gradient of the elements (it
+    made ``0 * inf`` = NaN)."""
     if p == 1:
         return x
+    zero = g.equal(x, 0.0)
+    safe = g.where(zero, 1.0, x)
     if p == 2:
-        return g.sqrt(x)
-    if p == 4:
-        return g.sqrt(g.sqrt(x))
-    return g.exp(g.log(x) * (1.0 / p))
+        root = g.sqrt(safe)
+    elif p == 4:
+        root = g.sqrt(g.sqrt(safe))
+    else:
+        root = g.exp(g.log(safe) * (1.0 / p))
+    return g.where(zero, 0.0, root)
 
 
 def _lp_order(node: Node) -> int:
@@ -524,7 +532,8 @@ def _lp_order(node: Node) -> int:
 def _lp_pool(im: Importer, node: Node) -> list[Value | Array]:
     """``(sum of |x| ** p over the window) ** (1 / p)``, padding counting as 0: the
     sum is ``kernel volume * mean`` with every padded position (the ``ceil_mode``
-    ones too) in the divisor."""
+    ones too) in the divisor. A window of zeros has a zero gradient (``norm_root``,
+    PyTorch's ``vector_norm``)."""
     g, x = im.graph, im.input(node, 0)
     p = _lp_order(node)
     axes, extra = _pool_axes(node, x)
@@ -533,7 +542,7 @@ def _lp_pool(im: Importer, node: Node) -> list[Value | Array]:
     volume = 1
     for axis in axes:
         volume *= axis[0]
-    return [_root(g, mean * float(volume), p)]
+    return [norm_root(g, mean * float(volume), p)]
 
 
 @converter("GlobalAveragePool")
@@ -547,13 +556,15 @@ def _global_average_pool(im: Importer, node: Node) -> list[Value | Array]:
 @converter("GlobalLpPool")
 def _global_lp_pool(im: Importer, node: Node) -> list[Value | Array]:
     """``(sum of |x| ** p over every dimension after N and C) ** (1 / p)``, kept as
-    size 1."""
+    size 1; a plane of zeros has a zero gradient (``norm_root``)."""
     g, x = im.graph, im.input(node, 0)
     if x.rank < 3:
         raise node.error(f"expects an input of rank >= 3, got {list(x.shape)}")
     p = _lp_order(node)
     powered = _power(g.maximum(x, g.neg(x)), p)  # |x|: exact
-    return [_root(g, g.reduce_sum(powered, list(range(2, x.rank)), keepdims=True), p)]
+    return [
+        norm_root(g, g.reduce_sum(powered, list(range(2, x.rank)), keepdims=True), p)
+    ]
 
 
 @converter("BatchNormalization")

@@ -47,7 +47,9 @@ fractional scale: ``0, 0, 1, 2, 2, 3, ...``) are a ``tg.take`` of a constant ind
 tensor, one nest whatever the pattern (``_gather``). Refused, with the node named:
 ``coordinate_transformation_mode=tf_crop_and_resize`` (the ``roi`` crop and its
 ``extrapolation_value``), ``antialias=1``, linear and cubic on integer tensors, and
-``scales`` or ``sizes`` computed at run time (they fix the output shape).
+``scales`` or ``sizes`` computed at run time (they fix the output shape). The output
+and every index table are checked against qidao's tensor limit
+(``qidao.frontend.limits``) before NumPy makes a table.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from qidao.frontend.builder import Graph, Value
+from qidao.frontend.limits import check_tensor
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.node import Node
 
@@ -112,10 +115,12 @@ def _resize(im: Importer, node: Node) -> list[Value | Array]:
             "linear and cubic on float tensors)"
         )
     scales, sizes = _scales_and_sizes(im, node, x.shape)
+    check_tensor(node.label, sizes, np.dtype(x.dtype).itemsize)
     taps: dict[int, Taps] = {}
     for axis, (n, m, scale) in enumerate(zip(x.shape, sizes, scales, strict=True)):
         if n == m and scale == 1.0:
             continue  # every coordinate mode maps o to o
+        check_tensor(f"{node.label} (the index table of axis {axis})", [m], 8)
         source = _source_coordinates(coordinate, n, m, scale)
         if mode == "nearest":
             taps[axis] = [(_nearest(source, nearest, n), None)]
@@ -126,7 +131,9 @@ def _resize(im: Importer, node: Node) -> list[Value | Array]:
             exclude = bool(int(node.attr("exclude_outside", 0)))
             taps[axis] = _cubic(source, n, a, exclude)
     if mode == "nearest" and taps:
-        return [_nearest_gather(g, x, {a: t[0][0] for a, t in taps.items()})]
+        return [
+            _nearest_gather(g, x, {a: t[0][0] for a, t in taps.items()}, node.label)
+        ]
     y = x
     for axis, axis_taps in taps.items():
         y = _apply(g, y, axis, axis_taps)
@@ -301,7 +308,7 @@ def _apply(g: Graph, x: Value, axis: int, taps: Taps) -> Value:
 
 
 def _nearest_gather(
-    g: Graph, x: Value, indices: dict[int, npt.NDArray[np.int64]]
+    g: Graph, x: Value, indices: dict[int, npt.NDArray[np.int64]], label: str
 ) -> Value:
     """Nearest along the axes of ``indices`` as one kernel. When each axis repeats
     every element ``k`` times (an integer upscale: ``nn.Upsample(scale_factor=2)``),
@@ -322,6 +329,10 @@ def _nearest_gather(
     first, last = min(indices), max(indices)
     block = x.shape[first : last + 1]
     per_axis = [indices.get(a, np.arange(x.shape[a])) for a in range(first, last + 1)]
+    flat_size = math.prod(len(i) for i in per_axis)
+    check_tensor(
+        f"{label} (the flat index table of axes {first}-{last})", [flat_size], 8
+    )
     flat = np.ravel_multi_index(np.ix_(*per_axis), block).reshape(-1)
     outer, inner = list(x.shape[:first]), list(x.shape[last + 1 :])
     merged = g.reshape(x, [*outer, math.prod(block), *inner])

@@ -9,7 +9,8 @@ contributes its vjp rule (``qidao.dialects.tg.grad``: one rule per op, conventio
 such as relu'(0) = 0 listed there, each PyTorch's); the gradients of a value used
 twice are summed. The backward ops are ordinary tg ops, so the graph passes after
 this one (folding, CSE, fusion, DCE, the memory planner) treat them as any other.
-An input that output 0 does not depend on gets a zero gradient.
+An input that output 0 does not depend on gets a zero gradient; an input that is
+output 0 itself gets the seed, ones (the gradient of its sum).
 
 Before:
 ```mlir
@@ -151,6 +152,12 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
             found = grads.get(target)
             if first_user[target] is o and found is not None and target not in final:
                 final[target] = emit.contiguous(emit.as_type_of(found, target))
+    for target in targets:
+        # output 0 is this input itself (``g.output(x)``): no op lies between them,
+        # so no vjp above made its gradient; it is the seed, the ones of sum(x)
+        seed = grads.get(target)
+        if target not in final and seed is not None:
+            final[target] = emit.contiguous(emit.as_type_of(seed, target))
     results: list[SSAValue] = []
     for target in targets:
         found = final.get(target)

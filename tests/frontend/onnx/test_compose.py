@@ -8,7 +8,7 @@ compositions must get right. Refusals are checked for their message.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,7 +114,11 @@ def test_sign_of_the_smallest_subnormals() -> None:
     check(unary("Sign"), x=np.concatenate([tiny, _special()[: 24 - tiny.size]]))
 
 
-ROUNDING = {"Floor": np.floor, "Ceil": np.ceil, "Round": np.round}
+ROUNDING: dict[str, Callable[[Array], Array]] = {
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Round": np.round,
+}
 
 
 @pytest.mark.parametrize("op", list(ROUNDING))
@@ -123,17 +127,29 @@ def test_floor_ceil_and_round_are_exact_signed_zeros_included(
     op: str, dtype: type
 ) -> None:
     """Composed from a truncating cast (``_floor``): equal to NumPy's bit for bit, on
-    halves (Round: half to even), both zeros, the largest non-integers, huge values,
-    inf, NaN and random values."""
+    halves (Round: half to even), both zeros, the largest non-integers, huge values
+    (every binade from 2^23 on, up to the largest float: ``_trunc`` scales them
+    below 2^62), inf, NaN and random values."""
     edge = float(np.nextafter(dtype(2.0 ** (23 if dtype == np.float32 else 52)), 0))
-    x = np.array(
+    x: Array = np.array(
         [-0.0, 0.0, 0.3, -0.3, 2.5, -2.5, 1e-45, -1e-45, 3e9, -3e9, edge, -edge],
         dtype,
     )
+    top = np.finfo(dtype).max
+    binades = [m * 2.0**e for e in range(23, np.finfo(dtype).maxexp) for m in (1, 1.5)]
+    huge: Array = np.array([*binades, top], dtype)
     rng = np.random.default_rng(3)
     halves = rng.integers(-100, 100, 64) / 2
     x = np.concatenate(
-        [x, SPECIAL.astype(dtype), halves, rng.standard_normal(64) * 10, -0.5 - halves]
+        [
+            x,
+            SPECIAL.astype(dtype),
+            halves,
+            rng.standard_normal(64) * 10,
+            -0.5 - halves,
+            huge,
+            -huge,
+        ]
     ).astype(dtype)
     tp = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
     graph = helper.make_graph(

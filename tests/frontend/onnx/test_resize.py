@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 import qidao
+from qidao.errors import ResourceError
 from qidao.frontend.errors import ConstantRequiredError, OnnxImportError
 from qidao.frontend.onnx import import_onnx
 
@@ -347,3 +348,24 @@ def test_runtime_scales_are_named() -> None:
     ) as info:
         import_onnx(model)
     assert info.value.names == ("scales",)
+
+
+@pytest.mark.parametrize(
+    ("scales", "sizes", "shape"),
+    [
+        (None, [1, 1, 4, 2**62], "[1, 1, 4, 4611686018427387904]"),
+        ([1, 1, 1, 1e30], None, "[1, 1, 4, 5000000"),
+        (None, [1, 1, 2**31, 2**31], "[1, 1, 2147483648, 2147483648]"),
+    ],
+)
+def test_huge_outputs_are_resource_errors_before_numpy(
+    scales: list[float] | None, sizes: list[int] | None, shape: str
+) -> None:
+    """Issue 29, F17: the output size is checked against qidao's limit before NumPy
+    makes the coordinates and index tables (a bare 'array is too big' before)."""
+    model = resize_model([Case((1, 1, 4, 5), scales, sizes)])
+    with pytest.raises(ResourceError) as info:
+        import_onnx(model)
+    assert str(info.value).startswith(
+        f"Resize node 'resize0': a tensor of shape {shape}"
+    )

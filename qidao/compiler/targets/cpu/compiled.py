@@ -72,13 +72,14 @@ class Compiled(CompiledProgram):
     ) -> list[np.ndarray[Any, Any]]:
         """Run the model with the outputs at the positions of ``given`` written into
         those arrays (``NativeFunction.call_into``): a training step hands its
-        weights as the outputs that ``update-in-place`` writes over them."""
-        if self.checks.checks:
-            raise ValueError(
-                "call_into: a model compiled with checks=True returns its checks "
-                "after the outputs; call it as compiled(*inputs)"
-            )
-        return self.native.call_into(arrays, given)
+        weights as the outputs that ``update-in-place`` writes over them.
+
+        With ``checks=True`` the checks' results (after the outputs, never among
+        ``given``) are read as a plain call reads them: ``qidao.CheckError`` if one
+        failed. They are read after the program ran, so the arrays of ``given``
+        have been written by then: a caller that must keep them on a failure
+        hands copies (``TrainingStep`` does)."""
+        return self.checks.split(self.native.call_into(arrays, given))
 
     def _text(self, stage: str) -> str:
         # compiled part by part: the engine links the parts' texts when asked

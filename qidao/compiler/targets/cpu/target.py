@@ -196,9 +196,9 @@ class CpuTarget:
             jit = JitModule.from_object(
                 entry.code, symbols, bool(meta.get("uses_openmp"))
             )
+            native = NativeFunction(jit, ENTRY, inputs, outputs + checks.specs())
         except JitError as e:
             raise CacheError(str(e)) from e
-        native = NativeFunction(jit, ENTRY, inputs, outputs + checks.specs())
         return Compiled(
             None,
             None,

@@ -20,6 +20,11 @@ op                     gradient where the derivative is not defined
                        the gradient (the forward's rule); indices get none
 =====================  =============================================================
 
+``tests/compiler/test_grad_special_points.py`` compiles each rule's op at its
+special points (both zeros, ties, the infinities) and compares with
+``torch.autograd``; it walks ``RULES``, so a new rule needs a case there, or a
+reason it has no special point.
+
 Ops whose results are not floats (comparisons, logical ops) pass no gradient
 and need no rule: the autodiff pass follows float values only. ``tg.constant``
 has no operand; ``tg.fused`` and the Winograd ops are made by passes after

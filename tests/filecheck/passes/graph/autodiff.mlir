@@ -64,3 +64,23 @@ func.func @main(%w: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<
   %z = tg.relu %b : tensor<2xf32> -> tensor<2xf32>
   func.return %y, %z : tensor<2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// Output 0 is the input w itself, which another op (the mul of output 1) also
+// uses: no op lies between w and output 0, so w's gradient is the seed, ones (the
+// derivative of sum(w)), and the mul is not differentiated; b does not reach
+// output 0: zeros.
+// CHECK-LABEL: func.func @main(%w: tensor<2xf32>, %b: tensor<2xf32>)
+// CHECK-SAME:    qd.output_names = ["y", "z", "grad_w", "grad_b"]
+// CHECK:         %z = tg.mul %w, %b
+// CHECK-NEXT:    %[[ONE:.*]] = tg.constant dense<1.000000e+00> : tensor<2xf32>
+// CHECK-NOT:     tg.mul
+// CHECK:         %[[ZERO:.*]] = tg.constant dense<0.000000e+00> : tensor<2xf32>
+// CHECK-NEXT:    func.return %w, %z, %[[ONE]], %[[ZERO]]
+// NONE-LABEL: func.func @main(%w: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+// NONE:         func.return %w, %z : tensor<2xf32>, tensor<2xf32>
+func.func @main(%w: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) attributes {qd.input_names = ["w", "b"], qd.output_names = ["y", "z"]} {
+  %z = tg.mul %w, %b : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %w, %z : tensor<2xf32>, tensor<2xf32>
+}
