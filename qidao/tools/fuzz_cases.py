@@ -245,7 +245,67 @@ def _graph_case(rng: np.random.Generator, folder: Path) -> Result:
                 "ok",
                 f"{ops}: differs from ONNX Runtime ({diff}) as ONNX's reference",
             )
+        if _only_where_ill_conditioned(model, inputs, got, want):
+            return "ok", (
+                f"{ops}: differs from ONNX Runtime ({diff}) only where a sine or "
+                "cosine of |x| >= 2^24 decides the answer (ill-conditioned)"
+            )
     return ("wrong", f"{ops}: {diff}") if diff else ("ok", ops)
+
+
+PERIOD_LIMIT = 2.0**24
+"""From here on one float32 ulp is 2 or more: a sine or cosine of such an argument
+is decided by the argument's last bit, so a one-ulp difference anywhere before it
+(a correctly rounded ``sin`` against NumPy's, which is not always) changes the
+answer entirely. No implementation is wrong there; such an element proves
+nothing."""
+
+
+def _only_where_ill_conditioned(
+    model: Any, inputs: dict[str, Any], got: Any, want: Any
+) -> bool:
+    """Whether every element where ``got`` and ``want`` differ depends on a ``Sin``
+    or ``Cos`` of an argument of magnitude :data:`PERIOD_LIMIT` or more: ONNX's
+    reference evaluates the graph with those sines and cosines made NaN, and the
+    differing elements must be exactly among the NaNs that follow (every op here
+    propagates NaN)."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    tainted = type(model)()
+    tainted.CopyFrom(model)
+    nodes = []
+    for node in tainted.graph.node:
+        nodes.append(node)
+        if node.op_type not in ("Sin", "Cos"):
+            continue
+        x, y = node.input[0], node.output[0]
+        node.output[0] = f"{y}_raw"
+        nodes += [
+            helper.make_node("Abs", [x], [f"{y}_abs"]),
+            helper.make_node("Less", [f"{y}_abs", f"{y}_limit"], [f"{y}_kept"]),
+            helper.make_node("Where", [f"{y}_kept", f"{y}_raw", f"{y}_nan"], [y]),
+        ]
+        tainted.graph.initializer.extend(
+            [
+                helper.make_tensor(f"{y}_limit", TensorProto.FLOAT, [], [PERIOD_LIMIT]),
+                helper.make_tensor(f"{y}_nan", TensorProto.FLOAT, [], [np.nan]),
+            ]
+        )
+    if len(nodes) == len(tainted.graph.node):
+        return False
+    del tainted.graph.node[:]
+    tainted.graph.node.extend(nodes)
+    with np.errstate(all="ignore"):
+        (reference,) = ReferenceEvaluator(tainted).run(None, inputs)
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    reference = np.asarray(reference, np.float64)
+    if reference.shape != want.shape:
+        return False
+    ill = np.isnan(reference) & ~np.isnan(want)
+    with np.errstate(all="ignore"):
+        keep = ~ill
+        return not _differences(np.where(keep, got, 0.0), np.where(keep, want, 0.0))
 
 
 # --- schedule: random primitives on a small kernel -------------------------------
