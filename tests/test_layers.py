@@ -1,4 +1,4 @@
-"""The package's import graph keeps the layers of ``../shared/DESIGN.md``.
+"""The package's import graph keeps the layers of the README's tower ("The tower").
 
 Read from the source (every ``import``, at module level, inside functions and under
 ``TYPE_CHECKING``), without importing anything:

@@ -54,6 +54,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from qidao.errors import QidaoError
 from qidao.frontend.errors import ConstantRequiredError, FrontendError
 from qidao.runtime.errors import ArgumentError
 
@@ -195,6 +196,11 @@ def specialized(
     return None  # compiled ahead of time
 
 
+class NotCompiledYetError(QidaoError, RuntimeError):
+    """A model compiled at its first call was asked for what that call decides
+    (its input specs, IR or stats) before it was called."""
+
+
 class Specialized:
     """An ONNX model compiled at its first call and again when the values of its
     integer inputs or the shapes of its dynamic inputs change (see the module text).
@@ -303,7 +309,7 @@ class Specialized:
     def latest(self) -> CompiledProgram:
         """The specialization the last call ran."""
         if self._latest is None:
-            raise RuntimeError(
+            raise NotCompiledYetError(
                 "this model is compiled at its first call (it specializes on the "
                 f"values of {self.bound or 'no'} integer input(s) and on dynamic "
                 "input shapes); call it first"

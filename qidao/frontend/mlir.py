@@ -102,8 +102,8 @@ def import_mlir(text: str, name: str = "<string>") -> ModuleOp:
     for the parser or IR that does not verify is an ``MlirError`` naming ``name``
     (and the line where known); a shaped type larger than qidao's tensor limit is
     a ``ResourceError`` naming its place."""
-    parser = _ModelParser(text, name)
     try:
+        parser = _ModelParser(text, name)  # lexes the first token: may raise
         module = parser.parse_module()
     except _Refused as err:
         raise MlirError(f"{err.span.get_location()}: {err.msg}") from None

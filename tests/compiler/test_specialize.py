@@ -85,8 +85,10 @@ def test_static_float_models_compile_ahead_of_time() -> None:
 
 def test_bad_calls_are_argument_errors() -> None:
     compiled = qidao.compile(_reduce_model())
-    with pytest.raises(RuntimeError, match="call it first"):
-        _ = compiled.stats
+    for what in ("stats", "inputs", "outputs"):  # a qidao error, also a RuntimeError
+        with pytest.raises(qidao.QidaoError, match="call it first") as info:
+            getattr(compiled, what)
+        assert isinstance(info.value, RuntimeError)
     x = np.ones((2, 3, 4), np.float32)
     with pytest.raises(ArgumentError, match=r"takes 2 input\(s\) \(x, axes\), got 1"):
         compiled(x)

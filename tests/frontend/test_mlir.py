@@ -396,3 +396,11 @@ def test_a_type_a_tg_op_refuses_while_it_is_parsed_is_a_parse_error() -> None:
     )
     with pytest.raises(MlirError, match=r"(?s)^parse error: m.mlir:2:3.*i32 should"):
         import_mlir(text, "m.mlir")
+
+
+@pytest.mark.parametrize("text", ["\x15ui", "\x00", '"unclosed', "}"])
+def test_a_file_whose_first_token_does_not_lex_is_a_parse_error(text: str) -> None:
+    """The parser lexes the first token when it is made (fuzz seed 70402: a
+    mutated file starting with a control character was a bare ParseError)."""
+    with pytest.raises(MlirError, match=r"^parse error: m.mlir:1:1"):
+        import_mlir(text, "m.mlir")

@@ -116,3 +116,32 @@ def test_an_ill_conditioned_element_is_excused_and_no_other() -> None:
         got = want.copy()
         got[k] += 0.5
         assert _only_where_ill_conditioned(model, inputs, got, want) == excused, k
+
+
+def test_a_nan_that_only_the_ill_conditioned_part_decides_is_excused() -> None:
+    """``log(cos(t))`` with ``t`` huge is NaN or a number by the sign of a chaotic
+    cosine (fuzz seed 70356); a NaN of the input's own is not excused."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from qidao.tools.fuzz_cases import _only_where_ill_conditioned
+
+    scale = numpy_helper.from_array(np.array([1e30, 1.0, 1.0], np.float32), "c")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "c"], ["t"]),
+            helper.make_node("Cos", ["t"], ["u"]),
+            helper.make_node("Log", ["u"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [scale],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    inputs = {"x": np.array([0.7, np.nan, 0.5], np.float32)}
+    want = np.array([np.nan, np.nan, np.log(np.cos(0.5))])
+    got = want.copy()
+    got[0] = -0.3  # the huge cosine's sign decides: excused
+    assert _only_where_ill_conditioned(model, inputs, got, want)
+    got[1] = -0.3  # the input is NaN: every evaluation gives NaN
+    assert not _only_where_ill_conditioned(model, inputs, got, want)
