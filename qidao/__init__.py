@@ -6,6 +6,8 @@ outputs = compiled(*inputs)            # NumPy arrays in, NumPy arrays out
 print(compiled.ir("affine"))           # tg, affine, scf, cf, llvm-dialect, llvm, ...
 compiled.stats                         # kernels, buffers, peak_bytes, ...
 f = qidao.compile(model, grad=["w"])   # outputs, then d sum(output 0) / d w
+qidao.compile(model, debug=qidao.PrintIR(after_change=True, diff=True))  # per pass
+qidao.compile(model, disable=["fuse"])  # skip an optional pass
 qidao.gradcheck(model, inputs, wrt=["w"])  # vs float64 central differences
 @qidao.custom_op("demo::swish", vjp=...)  # a user op: forward (and vjp) in tg ops
 except qidao.QidaoError                # every error qidao raises for a user
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from qidao.compiler.compile import Compiled, compile
     from qidao.compiler.gradcheck import gradcheck
     from qidao.compiler.pipeline import InternalCompilerError
+    from qidao.compiler.print_ir import PrintIR
     from qidao.compiler.schedule import ScheduleError
     from qidao.frontend.custom import custom_op
 
@@ -45,6 +48,7 @@ __all__ = [
     "GradcheckError",
     "InternalCompilerError",
     "ModelError",
+    "PrintIR",
     "QidaoError",
     "RecordsError",
     "ResourceError",
@@ -62,6 +66,7 @@ _LAZY = {
     "custom_op": "qidao.frontend.custom",
     "gradcheck": "qidao.compiler.gradcheck",
     "InternalCompilerError": "qidao.compiler.pipeline",
+    "PrintIR": "qidao.compiler.print_ir",
     "ScheduleError": "qidao.compiler.schedule",
 }
 """Names loaded on first use, from the module that defines them (the error hierarchy:

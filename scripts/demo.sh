@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_venv.sh
-pip_install -e '.[torch]'
+install_qidao torch
 exec .venv/bin/qidao tour "$@"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_venv.sh
-pip_install -e '.[dev]'
+install_qidao dev
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff format --check qidao tests; ruff check qidao tests
 echo "== mypy"; mypy

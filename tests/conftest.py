@@ -7,6 +7,8 @@ stage.
 """
 
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +33,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
 
     items.sort(key=rank)  # stable: the rest keep their order
+
+
+# No test may leave a file in the repository (a stray `llvm.npz` once sat at its
+# root, written by a command run in the repository's folder): the untracked files
+# git does not ignore are the same after the run as before it.
+ROOT = Path(__file__).resolve().parent.parent
+_BEFORE = pytest.StashKey[set[str] | None]()
+
+
+def _untracked() -> set[str] | None:
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None  # not a git checkout: nothing to compare
+    return {line[3:] for line in done.stdout.splitlines() if line.startswith("??")}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller only
+        session.config.stash[_BEFORE] = _untracked()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return
+    before = session.config.stash.get(_BEFORE, None)
+    after = _untracked()
+    if before is None or after is None:
+        return
+    left = sorted(after - before)
+    if left:
+        print(f"\nthe tests left files in the repository: {', '.join(left)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -264,7 +264,7 @@ def _cache_key(
         return None, f"off: {CACHE_SWITCH_ENV}={os.environ[CACHE_SWITCH_ENV]}"
     if not backend.cache:
         return None, f"off: the {backend.name} target is not cached"
-    if settings.debug:
+    if settings.debug or settings.print_ir:
         return None, "off: debug prints the stages as they run"
     if settings.verify == "each":
         return None, "off: verify='each'"
@@ -347,6 +347,7 @@ def _build_once(model: Any, backend: Target, settings: Settings) -> CompiledProg
         settings=settings.values(),
         debug=settings.debug,
         verify=settings.verify,
+        print_ir=settings.print_ir,
         schedule=_schedule_hook(backend.schedule(settings, applied), backend, applied),
         seconds=seconds,
     )

@@ -15,7 +15,13 @@ from typing import Any
 
 from qidao.compiler.checkpoint import check_checkpoint
 from qidao.compiler.debug import debug_level, verify_policy
-from qidao.compiler.pipeline import check_mode
+from qidao.compiler.pipeline import (
+    SCHEDULE_STAGE,
+    check_disable,
+    check_mode,
+    pass_names,
+)
+from qidao.compiler.print_ir import PrintIR
 
 COMMON_OPTIONS: dict[str, Any] = {
     "fuse": True,
@@ -28,6 +34,7 @@ COMMON_OPTIONS: dict[str, Any] = {
     "grad": None,
     "optimizer": None,
     "checkpoint": None,
+    "disable": None,
 }
 """Options every target takes, with their defaults: ``fuse`` (the fusion pass in
 graph mode), ``debug`` (0-4, ``qidao.compiler.debug``), ``schedule`` (``"default"``,
@@ -44,7 +51,11 @@ also returns the gradient of ``sum(output 0)`` with respect to each, the
 also updates those weights, held by the compiled step; the ``apply-optimizer``
 pass) and ``checkpoint`` (with ``grad``: keep every k-th activation, ``"sqrt"``,
 or ``{"budget": bytes}``, and recompute the rest in the backward: the
-``checkpoint`` pass, ``qidao.compiler.checkpoint``)."""
+``checkpoint`` pass, ``qidao.compiler.checkpoint``) and ``disable`` (optional
+passes to skip, ``qidao.compiler.pipeline.optional_passes``; a pass the program
+needs is refused, saying why). ``debug`` may also be a
+``qidao.PrintIR(...)``: the IR around the passes it names
+(``qidao.compiler.print_ir``)."""
 
 TENSOR_CORES: tuple[str, ...] = ("tf32", "fp16")
 """The values of ``tensor_cores`` besides None: the inputs' precision on the tensor
@@ -63,6 +74,8 @@ class Settings:
     verify: str
     options: Mapping[str, Any]
     """Every option of the target by name: the value given, else the default."""
+    print_ir: PrintIR | None = None
+    """``debug=PrintIR(...)``: what to print around the passes."""
 
     def values(self) -> dict[str, Any]:
         """What a pipeline step may ask for: every option, and ``threads``."""
@@ -100,13 +113,18 @@ def check_settings(
     merged["checkpoint"] = check_checkpoint(merged["checkpoint"], merged["grad"])
     if not isinstance(merged["checks"], bool):
         raise TypeError(f"checks must be True or False, got {merged['checks']!r}")
+    merged["disable"] = sorted(check_disable(merged["disable"], target)) or None
+    print_ir = merged["debug"] if isinstance(merged["debug"], PrintIR) else None
+    if print_ir is not None:
+        print_ir.check((*pass_names(target), SCHEDULE_STAGE), f"target {target!r}")
     return Settings(
         target=target,
         mode=mode,
         threads=min(threads, cores),
-        debug=debug_level(merged["debug"]),
+        debug=debug_level(print_ir.level if print_ir else merged["debug"]),
         verify=verify_policy(merged["verify"]),
         options=merged,
+        print_ir=print_ir,
     )
 
 

@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from qidao.compiler.context import make_context, make_pass
 from qidao.compiler.debug import emit
+from qidao.compiler.print_ir import IRPrinter, PrintIR
 from qidao.errors import QidaoError
 from qidao.passes import pass_modules
 
@@ -57,6 +58,14 @@ class Step:
     options: tuple[str, ...] = ()
     """Compile settings handed to the pass as the options of the same name;
     ``"wrt=grad"`` hands the setting ``grad`` to the pass option ``wrt``."""
+    needed: str = ""
+    """Why the pass cannot be skipped (``disable=``); empty: it can be."""
+
+    @property
+    def optional(self) -> bool:
+        """Whether ``disable=[name]`` may skip it: an optimization, which the
+        program is right without."""
+        return self.graph_only or (self.when is None and not self.needed)
 
 
 @dataclass(frozen=True)
@@ -80,13 +89,21 @@ def _graph(name: str, when: str | None = None) -> Step:
     return Step(name, graph_only=True, when=when)
 
 
+def _needed(name: str, why: str, options: tuple[str, ...] = ()) -> Step:
+    return Step(name, needed=why, options=options)
+
+
 COMMON_STAGES: tuple[Stage, ...] = (
     Stage("input", (), "the tg graph as imported", made_by="a frontend"),
     Stage(
         "tg",
         (
             Step("autodiff", when="grad", options=("wrt=grad",)),
-            Step("expand-custom"),
+            _needed(
+                "expand-custom",
+                "a custom op has no lowering of its own: this pass puts its body in "
+                "its place",
+            ),
             Step(
                 "apply-optimizer", when="optimizer", options=("wrt=grad", "optimizer")
             ),
@@ -108,7 +125,10 @@ COMMON_STAGES: tuple[Stage, ...] = (
     Stage(
         "affine",
         (
-            Step("convert-tg-to-affine"),
+            _needed(
+                "convert-tg-to-affine",
+                "it makes the kernels: below it nothing knows a tg op",
+            ),
             # the CPU's option (its TrainingStep hands the weights as outputs)
             Step("update-in-place", when="update_in_place", options=("wrt=grad",)),
             _graph("plan-memory"),
@@ -134,19 +154,35 @@ PIPELINES: dict[str, tuple[Stage, ...]] = {
             "scf",
             (
                 Step("instrument-kernels", when="profile"),
-                Step("expand-math"),
-                Step("lower-affine"),
-                Step("convert-parallel-to-gomp", options=("threads",)),
+                _needed(
+                    "expand-math",
+                    "LLVM has no exp/log/tanh/erf of its own for vectors: this pass "
+                    "writes them as polynomials",
+                ),
+                _needed("lower-affine", "LLVM has no affine loops"),
+                _needed(
+                    "convert-parallel-to-gomp",
+                    "LLVM has no parallel loop: this pass makes them calls into "
+                    "libgomp (threads=1 runs them on one thread)",
+                    options=("threads",),
+                ),
             ),
             "`scf.for` loops over index arithmetic; exp/log/tanh/erf as polynomials; "
             "parallel loops outlined",
         ),
-        Stage("cf", (Step("lower-scf-to-cf"),), "basic blocks and branches"),
+        Stage(
+            "cf",
+            (_needed("lower-scf-to-cf", "LLVM has no structured loops"),),
+            "basic blocks and branches",
+        ),
         Stage(
             "llvm-dialect",
             (
-                Step("convert-to-llvm"),
-                Step("reconcile-unrealized-casts"),
+                _needed("convert-to-llvm", "the emitter prints only the llvm dialect"),
+                _needed(
+                    "reconcile-unrealized-casts",
+                    "the casts convert-to-llvm leaves have no LLVM IR",
+                ),
                 Step("dce"),
             ),
             "xDSL's llvm dialect, memrefs as bare pointers",
@@ -251,14 +287,85 @@ def check_stage(name: str, target: str = "cpu") -> str:
 
 def active_steps(stage: Stage, mode: str, settings: Mapping[str, Any]) -> list[Step]:
     """The steps of ``stage`` that run in ``mode`` with these compile settings (a
-    step whose ``when`` option is absent from them does not run)."""
+    step whose ``when`` option is absent from them does not run, nor one the
+    setting ``disable`` names)."""
+    return [step for step in stage.steps if skip_reason(step, mode, settings) is None]
+
+
+def skip_reason(step: Step, mode: str, settings: Mapping[str, Any]) -> str | None:
+    """Why ``step`` does not run in ``mode`` with these settings; None: it runs."""
     check_mode(mode)
-    return [
-        step
+    if step.graph_only and mode == "eager":
+        return 'mode="eager" skips it'
+    if step.when is not None and not settings.get(step.when, False):
+        return f"it runs only with `{_WHEN_SHOWN.get(step.when, step.when + '=True')}`"
+    if step.name in (settings.get("disable") or ()):
+        return "disable= names it"
+    return None
+
+
+def pass_names(target: str = "cpu") -> tuple[str, ...]:
+    """Every pass the stages of ``target`` may run, once each."""
+    return tuple(
+        dict.fromkeys(
+            step.name
+            for stage in PIPELINES[check_target(target)]
+            for step in stage.steps
+        )
+    )
+
+
+def check_disable(names: object, target: str = "cpu") -> tuple[str, ...]:
+    """``disable``: the optional passes of ``target`` to skip, or the error saying
+    which name is unknown, or why a pass cannot be skipped."""
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list | tuple) or not all(
+        isinstance(n, str) for n in names
+    ):
+        raise TypeError(f"disable must be a list of pass names, got {names!r}")
+    steps = {
+        step.name: step
+        for stage in PIPELINES[check_target(target)]
         for step in stage.steps
-        if not (step.graph_only and mode == "eager")
-        and (step.when is None or bool(settings.get(step.when, False)))
-    ]
+    }
+    for name in names:
+        step = steps.get(name)
+        if step is None:
+            raise ValueError(
+                f"disable names unknown pass {name!r}; the passes of target "
+                f"{target!r} are: {', '.join(steps)}"
+            )
+        for same in (s for stage in PIPELINES[target] for s in stage.steps):
+            if same.name == name and not same.optional:
+                raise ValueError(f"disable={[name]!r}: {_why_needed(same)}")
+    return tuple(dict.fromkeys(names))
+
+
+def optional_passes(target: str = "cpu") -> tuple[str, ...]:
+    """The passes ``disable=`` may skip on ``target``."""
+    return tuple(
+        name
+        for name in pass_names(target)
+        if all(
+            s.optional
+            for stage in PIPELINES[target]
+            for s in stage.steps
+            if s.name == name
+        )
+    )
+
+
+def _why_needed(step: Step) -> str:
+    if step.when is not None:
+        shown = _WHEN_SHOWN.get(step.when, step.when + "=True")
+        return (
+            f"'{step.name}' runs only because `{shown}` asks for it: leave that "
+            "option out instead"
+        )
+    return f"'{step.name}' cannot be skipped: {step.needed}"
 
 
 def stage_table(target: str = "cpu") -> str:
@@ -314,6 +421,7 @@ def run_stages(
     schedule: ScheduleHook | None = None,
     seconds: dict[str, float] | None = None,
     keep: Collection[str] | None = None,
+    print_ir: PrintIR | None = None,
 ) -> dict[str, ModuleOp]:
     """Run the IR stages of ``pipeline`` on ``module`` in place, in order, until the
     first text stage; return a copy of the module after each stage in ``keep``
@@ -326,13 +434,17 @@ def run_stages(
     hook, every schedule primitive); a failure is an internal error naming the stage
     or the pass, and a pass that fails on an internal check is one too
     (:func:`run_pass`). ``debug`` (``qidao.compiler.debug``): 2 prints the IR after
-    every stage, 3 after every pass. ``seconds`` gets the time of each stage.
+    every stage, 3 after every pass; ``print_ir`` prints the IR around the passes
+    it names (``qidao.compiler.print_ir``). ``seconds`` gets the time of each
+    stage.
     """
     check_mode(mode)
     each = verify == "each"
     values = settings or {}
     ctx = make_context()
     snapshots: dict[str, ModuleOp] = {}
+    printer = IRPrinter(print_ir or PrintIR(), emit)
+    printer.start(module)
     if debug >= 2 and pipeline and pipeline[0].name == "input":
         emit("input", str(module))
     for stage in pipeline:
@@ -340,13 +452,18 @@ def run_stages(
             break
         start = time.perf_counter()
         steps = active_steps(stage, mode, values)
+        for step in stage.steps:
+            if step not in steps:
+                printer.skipped(step.name, skip_reason(step, mode, values) or "")
         for step in steps:
             options = _pass_options(step, values)
+            printer.before(step.name, module)
             run_pass(make_pass(step.name, **options), step.name, ctx, module)
             if each:
                 verify_module(module, f"pass '{step.name}'")
             if debug >= 3:
                 emit(f"after pass {step.name}", str(module))
+            printer.after(step.name, module)
         if steps and not each:
             verify_module(
                 module,
@@ -355,7 +472,9 @@ def run_stages(
                 "pass)",
             )
         if stage.name == SCHEDULE_STAGE and schedule is not None:
+            printer.before(SCHEDULE_STAGE, module)
             schedule(module, each)
+            printer.after(SCHEDULE_STAGE, module)
         if seconds is not None:
             seconds[stage.name] = time.perf_counter() - start
         if keep is None or stage.name in keep:

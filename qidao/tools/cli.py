@@ -16,8 +16,10 @@
     qidao fuzz --minutes 30         # hostile inputs in worker processes: counts, failures
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
-(``book``, ``chain``, ``chain24``, ``copy24``, ``softmax``, ``layernorm``,
-``call16``; default ``book``).
+(``qidao compile --help`` lists them; default ``book``).
+
+    qidao compile MODEL --print-ir-after-change --print-ir-diff   # what each pass did
+    qidao compile MODEL --disable-pass fuse,cse --emit affine     # without those passes
 """
 
 from __future__ import annotations
@@ -56,10 +58,36 @@ def _checkpoint_value(text: str) -> int | str | dict[str, int]:
     )
 
 
-def _compile(model: str, debug: int | None, **options: Any) -> Any:
+def _compile(args: argparse.Namespace, **options: Any) -> Any:
+    """``qidao.compile`` of the command's MODEL with its debug and pass flags."""
     import qidao
 
-    return qidao.compile(model_argument(model), debug=debug, **options)
+    disable = getattr(args, "disable_pass", None)
+    if disable:
+        options["disable"] = disable
+    return qidao.compile(model_argument(args.model), debug=_debug(args), **options)
+
+
+def _debug(args: argparse.Namespace) -> Any:
+    """``--debug N`` and the ``--print-ir-*`` flags as ``qidao.compile``'s debug."""
+    from qidao.compiler.print_ir import PrintIR
+
+    config = PrintIR(
+        after_change=bool(getattr(args, "print_ir_after_change", False)),
+        diff=bool(getattr(args, "print_ir_diff", False)),
+        after_all=bool(getattr(args, "print_ir_after_all", False)),
+        before=tuple(getattr(args, "print_ir_before", None) or ()),
+        after=tuple(getattr(args, "print_ir_after", None) or ()),
+        level=args.debug or 0,
+    )
+    if config == PrintIR(level=config.level):
+        return args.debug
+    if config.diff and not (config.after_change or config.after_all or config.after):
+        raise ValueError(
+            "--print-ir-diff prints the IR a pass changed as a diff: give it with "
+            "--print-ir-after-change, --print-ir-after=PASS or --print-ir-after-all"
+        )
+    return config
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -70,20 +98,18 @@ def cmd_compile(args: argparse.Namespace) -> int:
         if args.checkpoint is not None:
             grad["checkpoint"] = args.checkpoint
         graph = _compile(
-            args.model,
-            args.debug,
+            args,
             mode="graph",
             fuse=not args.no_fuse,
             algo=args.algo,
             **grad,
         )
-        eager = _compile(args.model, args.debug, mode="eager", **grad)
+        eager = _compile(args, mode="eager", **grad)
         print(stats_table(graph, eager))
         return 0
     check_stage(args.emit, args.target)  # before any work: llvm is not a cuda stage
     compiled = _compile(
-        args.model,
-        args.debug,
+        args,
         mode=args.mode,
         fuse=not args.no_fuse,
         algo=args.algo,
@@ -174,9 +200,7 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    compiled = _compile(
-        args.model, args.debug, mode=args.mode, algo=args.algo, checks=args.checks
-    )
+    compiled = _compile(args, mode=args.mode, algo=args.algo, checks=args.checks)
     inputs = _inputs(args, compiled)
     outputs = compiled(*inputs)  # a Specialized model compiles here
     for spec, out in zip(compiled.outputs, outputs, strict=True):
@@ -194,9 +218,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from qidao import Compiled
 
-    compiled = _compile(
-        args.model, args.debug, profile=True, threads=args.threads, algo=args.algo
-    )
+    compiled = _compile(args, profile=True, threads=args.threads, algo=args.algo)
     if not isinstance(compiled, Compiled):
         raise SystemExit(
             f"qidao profile: {args.model} is compiled at its first call (integer "
@@ -378,7 +400,7 @@ def _mode_argument(p: argparse.ArgumentParser) -> None:
 
 def _add_tour(sub: Any) -> None:
     p = sub.add_parser("tour", help="print a model at every level, run it, time it")
-    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    _model_argument(p)
     p.add_argument(
         "--stages", default="tg,affine,llvm", help="comma-separated stages to print"
     )
@@ -401,6 +423,61 @@ def _algo_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _pass_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that print the IR around passes or skip one (MLIR's names)."""
+    g = p.add_argument_group(
+        "passes", "see what each pass does (printed to stderr), or skip one"
+    )
+    g.add_argument(
+        "--print-ir-after-change",
+        action="store_true",
+        help="print the IR after every pass that changed it",
+    )
+    g.add_argument(
+        "--print-ir-diff",
+        action="store_true",
+        help="print a changed IR as a unified diff against the IR before the pass",
+    )
+    g.add_argument(
+        "--print-ir-before",
+        type=_names_list,
+        action="extend",
+        metavar="PASS[,PASS]",
+        help="print the IR before these passes (repeatable; 'schedule': before the "
+        "schedule)",
+    )
+    g.add_argument(
+        "--print-ir-after",
+        type=_names_list,
+        action="extend",
+        metavar="PASS[,PASS]",
+        help="print the IR after these passes, changed or not (repeatable)",
+    )
+    g.add_argument(
+        "--print-ir-after-all", action="store_true", help="the IR after every pass"
+    )
+    g.add_argument(
+        "--disable-pass",
+        type=_names_list,
+        action="extend",
+        metavar="PASS[,PASS]",
+        help="skip these optional passes (a pass the program needs is refused, "
+        "saying why)",
+    )
+
+
+def _model_argument(p: argparse.ArgumentParser) -> None:
+    from qidao.tools.examples import EXAMPLES
+
+    p.add_argument(
+        "model",
+        nargs="?",
+        default=DEFAULT_MODEL,
+        help=f"a .onnx or .mlir file, or a built-in model: {', '.join(EXAMPLES)}, "
+        f"or matmulMxKxN (any shape); default {DEFAULT_MODEL}",
+    )
+
+
 def _checks_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checks",
@@ -412,7 +489,7 @@ def _checks_argument(p: argparse.ArgumentParser) -> None:
 
 def _add_compile(sub: Any) -> None:
     p = sub.add_parser("compile", help="compile a model and print one stage")
-    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    _model_argument(p)
     p.add_argument(
         "--emit",
         default="tg",
@@ -455,6 +532,7 @@ def _add_compile(sub: Any) -> None:
     _algo_argument(p)
     _checks_argument(p)
     p.add_argument("-o", "--output", help="write the stage to this file")
+    _pass_arguments(p)
     p.set_defaults(run=cmd_compile)
 
 
@@ -469,19 +547,20 @@ def _names_list(text: str) -> list[str]:
 
 def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="compile and run a model on given or random inputs")
-    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    _model_argument(p)
     p.add_argument("--inputs", help=".npz with one array per graph input name")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     p.add_argument("--save", help="write the outputs to this .npz")
     _mode_argument(p)
     _algo_argument(p)
     _checks_argument(p)
+    _pass_arguments(p)
     p.set_defaults(run=cmd_run)
 
 
 def _add_profile(sub: Any) -> None:
     p = sub.add_parser("profile", help="time every kernel of a model (median)")
-    p.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    _model_argument(p)
     p.add_argument("--inputs", help=".npz with one array per graph input name")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     p.add_argument("--threads", type=int, default=None, help="default: all cores")

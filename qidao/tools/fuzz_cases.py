@@ -617,6 +617,7 @@ def _cli_case(rng: np.random.Generator, folder: Path) -> Result:
         text=True,
         timeout=600,
         check=False,
+        cwd=folder,  # `run --save NAME` writes NAME.npz here, not in the caller's
     )
     line = f"qidao {' '.join(argv)} -> {done.returncode}"
     if "Traceback" in done.stderr:

@@ -2,8 +2,10 @@
 
 It behaves like ``mlir-opt``/``xdsl-opt`` (``-p`` pipelines, ``--print-between-passes``,
 ``--time-passes``, ``--split-input-file``, ``--verify-diagnostics``,
-``--print-op-generic``) and adds ``--print-ir-after=PASS`` to print the IR after one
-pass only. qidao's passes take precedence over xDSL's passes of the same name.
+``--print-op-generic``) and adds MLIR's ``--print-ir-before=PASS``,
+``--print-ir-after=PASS``, ``--print-ir-after-change`` and ``--print-ir-diff``
+(``qidao.compiler.print_ir``). qidao's passes take precedence over xDSL's passes of
+the same name.
 
 A user error (an unknown pass or option: exit 2; input that does not parse or verify,
 a schedule primitive that does not apply, a missing file: exit 1) prints one line,
@@ -21,6 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from qidao.compiler.print_ir import IRPrinter, PrintIR
 from qidao.dialects import all_dialects
 from qidao.passes import all_passes
 
@@ -43,25 +46,43 @@ class QidaoOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        for flag, what in (
+            ("--print-ir-before", "before"),
+            ("--print-ir-after", "after"),
+        ):
+            arg_parser.add_argument(
+                flag,
+                action="append",
+                default=[],
+                metavar="PASS",
+                help=f"print the IR {what} each run of the named pass (repeatable)",
+            )
         arg_parser.add_argument(
-            "--print-ir-after",
-            action="append",
-            default=[],
-            metavar="PASS",
-            help="print the IR after each run of the named pass (repeatable)",
+            "--print-ir-after-change",
+            action="store_true",
+            help="print the IR after every pass that changed it",
+        )
+        arg_parser.add_argument(
+            "--print-ir-diff",
+            action="store_true",
+            help="print a changed IR as a unified diff against the IR before the pass",
         )
 
     def setup_pipeline(self) -> None:
         super().setup_pipeline()
-        wanted = set(self.args.print_ir_after)
-        unknown = wanted - set(self.available_passes)
-        if unknown:
-            raise SystemExit(
-                f"qidao-opt: --print-ir-after names unknown pass(es): "
-                f"{', '.join(sorted(unknown))}"
-            )
-        if not wanted:
+        config = PrintIR(
+            after_change=self.args.print_ir_after_change,
+            diff=self.args.print_ir_diff,
+            before=tuple(self.args.print_ir_before),
+            after=tuple(self.args.print_ir_after),
+        )
+        try:
+            config.check(self.available_passes, "qidao-opt")
+        except ValueError as err:
+            raise SystemExit(f"qidao-opt: {err}") from None
+        if config == PrintIR():
             return
+        printer = IRPrinter(config, _print_section)
         previous = self.pipeline.callback
 
         def callback(
@@ -69,11 +90,20 @@ class QidaoOptMain(xDSLOptMain):
         ) -> None:
             if previous is not None:
                 previous(done, module, upcoming)
-            if done is not None and done.name in wanted:
-                print(f"// -----// IR after {done.name} //----- //")
-                print(module)
+            if done is None:
+                printer.start(module)
+            else:
+                printer.after(done.name, module)
+            if upcoming is not None:
+                printer.before(upcoming.name, module)
 
         self.pipeline = type(self.pipeline)(self.pipeline.passes, callback)
+
+
+def _print_section(title: str, text: str) -> None:
+    print(f"// -----// {title} //----- //")
+    if text:
+        print(text.rstrip())
 
 
 USAGE_ERROR = 2

@@ -293,3 +293,30 @@ def test_run_with_checks_fails_in_one_line(
     assert main(["run", str(path), "--inputs", str(inputs), "--checks"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Gather node 'lookup': index 5 is out of bounds" in err[0]
+
+
+def test_help_lists_the_built_in_models(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every name MODEL takes is in ``--help`` (transpose and matmul1024 were not)."""
+    from qidao.tools.examples import EXAMPLES
+
+    for command in ("compile", "run", "profile", "tour"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        for name in (*EXAMPLES, "matmulMxKxN"):
+            assert name in text, (command, name)
+
+
+def test_print_ir_flags_reach_every_compiling_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "book", "--print-ir-after=fuse", "--disable-pass", "cse"]) == 0
+    err = capsys.readouterr().err
+    assert "// ----- qidao: IR after fuse -----" in err and "tg.fused" in err
+    assert main(["compile", "book", "--print-ir-after=cse", "--disable-pass=cse"]) == 0
+    assert "pass cse did not run: disable= names it" in capsys.readouterr().err
+
+
+def test_print_ir_diff_alone_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "book", "--print-ir-diff"]) == 2
+    assert "give it with --print-ir-after-change" in capsys.readouterr().err

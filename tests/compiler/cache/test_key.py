@@ -215,6 +215,7 @@ def test_every_option_is_part_of_the_key(cache_dir: Path) -> None:
         "records": None,  # a file: keyed by its bytes (test_tune.py)
         "profile": False,  # not cached (test_store.py)
         "update_in_place": False,
+        "disable": ["cse"],
         "debug": None,
         "verify": None,
     }
@@ -243,6 +244,9 @@ def test_every_option_is_part_of_the_key(cache_dir: Path) -> None:
     assert len({grad, sgd, sgd_momentum, checkpointed}) == 4
     assert None not in {grad, sgd, sgd_momentum, checkpointed}
     assert key(verify="stage", threads=1) == base
+    assert key(verify="stage", disable=["cse", "dce"]) == key(
+        verify="stage", disable=["dce", "cse", "dce"]
+    )
     if (os.cpu_count() or 1) > 1:
         assert key(verify="stage", threads=2) != base
 

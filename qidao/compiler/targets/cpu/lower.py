@@ -102,6 +102,7 @@ def lower(
         jobs < 2
         or len(kernels) < PARALLEL_MIN_KERNELS
         or settings.debug >= 2
+        or settings.print_ir is not None
         or bool(settings.options.get("profile"))
     )
     if not serial:
@@ -137,6 +138,7 @@ def _run(
         verify=settings.verify,
         seconds=seconds,
         keep=(),
+        print_ir=settings.print_ir,
     )
 
 
