@@ -9,6 +9,7 @@ f = qidao.compile(model, grad=["w"])   # outputs, then d sum(output 0) / d w
 qidao.compile(model, debug=qidao.PrintIR(after_change=True, diff=True))  # per pass
 qidao.compile(model, disable=["fuse"])  # skip an optional pass
 qidao.gradcheck(model, inputs, wrt=["w"])  # vs float64 central differences
+print(qidao.bisect(model))             # the first pass/kernel/primitive that is wrong
 @qidao.custom_op("demo::swish", vjp=...)  # a user op: forward (and vjp) in tg ops
 except qidao.QidaoError                # every error qidao raises for a user
 
@@ -34,6 +35,7 @@ from qidao.errors import (
 )
 
 if TYPE_CHECKING:
+    from qidao.compiler.bisect import bisect
     from qidao.compiler.compile import Compiled, compile
     from qidao.compiler.gradcheck import gradcheck
     from qidao.compiler.pipeline import InternalCompilerError
@@ -54,6 +56,7 @@ __all__ = [
     "ResourceError",
     "ScheduleError",
     "UnsupportedError",
+    "bisect",
     "compile",
     "custom_op",
     "gradcheck",
@@ -62,6 +65,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Compiled": "qidao.compiler.compile",
+    "bisect": "qidao.compiler.bisect",
     "compile": "qidao.compiler.compile",
     "custom_op": "qidao.frontend.custom",
     "gradcheck": "qidao.compiler.gradcheck",

@@ -12,7 +12,7 @@ graph is compiled again with the new values, with a warning.
 Training: when the graph needs gradients (grad mode is on and an input, such as a
 parameter, requires grad), nothing is frozen: the graph goes through AOTAutograd,
 as Inductor's does, and its forward and backward graphs are each compiled by qidao
-(``qidao/frontend/fx_training.py``), so ``loss.backward()`` and torch optimizers
+(``qidao/frontend/torch/training.py``), so ``loss.backward()`` and torch optimizers
 work as usual. ``options={"strict": True}`` then raises one error naming the
 unsupported ops of both graphs instead of running them in PyTorch. qidao's own
 training options (``grad``, ``optimizer``, ``checkpoint``) are refused: the
@@ -31,7 +31,7 @@ unknown option), the backend returns a graph that raises it when called
 traceback.
 
 It sits beside ``onnx_backend.py``, above the compiler: the frontend
-(``qidao/frontend/fx_backend.py``) never imports the compiler.
+(``qidao/frontend/torch/backend.py``) never imports the compiler.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def trainable(
     """Dynamo's graph compiled for training: AOTAutograd's forward and backward
     graphs, each compiled by ``qidao.compile`` with ``options`` (``strict`` aside,
     which ``aot_compile`` checks on both graphs)."""
-    from qidao.frontend.fx_training import aot_compile
+    from qidao.frontend.torch.training import aot_compile
 
     settings = dict(options)
     strict = bool(settings.pop("strict", False))

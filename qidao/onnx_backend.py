@@ -12,7 +12,7 @@ backend.supports_device("CPU")                # True; "CUDA" is not offered here
 ``prepare`` checks the model with ``onnx.checker`` and compiles it with
 ``qidao.compile`` on the CPU; an ONNX model whose integer inputs (shapes, axes, ...)
 or dynamic dimensions are known only at run time compiles at its first ``run``
-(``qidao.compiler.specialize``). What qidao cannot import raises its
+(``qidao.frontend.onnx.specialize``). What qidao cannot import raises its
 ``OnnxImportError`` from ``prepare``.
 """
 
@@ -26,7 +26,7 @@ import onnx
 from onnx.backend.base import Backend, BackendRep
 
 import qidao
-from qidao.compiler.specialize import runtime_inputs
+from qidao.frontend.onnx.specialize import runtime_inputs
 
 DEVICES = ("CPU",)
 """The devices this backend runs on."""

@@ -12,12 +12,13 @@
 #       tests/tools/test_bench_cuda*.py, test_cuda_suites.py, test_cuda_ladder.py);
 #       without it, serially, test_emit.py, test_defaults.py and the bench's:
 #       nvcc, the emulator and the real-GPU tests (qidao.compile(target="cuda")
-#       against NumPy, the hand-written and the default GPU schedules; issue 13's
-#       workloads at small sizes on the device against PyTorch there);
+#       against NumPy, the hand-written and the default GPU schedules; the speed
+#       targets' workloads at small sizes on the device against PyTorch there);
 #       at most 150 s ($QIDAO_CHECK_TESTS, if set, replaces the list of files);
-#   (b) qidao bench-cuda --suite issue13: issue 13's workloads at its sizes, in its
-#       order, each with the default GPU schedules, checked against PyTorch on the
-#       device and then timed (CUDA events, medians; TF32 off but on the tf32 row):
+#   (b) qidao bench-cuda --suite targets: the speed targets' workloads at their
+#       sizes, in order, each with the default GPU schedules, checked against
+#       PyTorch on the device and then timed (CUDA events, medians; TF32 off but
+#       on the tf32 row):
 #       chain26 and copy26 (2^26 floats; the chain's GB/s as a fraction of the
 #       copy bandwidth, cuMemcpyDtoD and torch's copy_, target >= 0.85),
 #       softmax8192 and layernorm8192 (>= 1.0x PyTorch), matmul4096 FP32 (>= 0.9x
@@ -32,13 +33,13 @@
 #       tuned: "not run" here, no records), each checked against PyTorch and
 #       beside cuBLAS in its precision, each row's schedule trace in the CSV, and
 #       a PNG of TFLOP/s per rung with cuBLAS FP32/TF32 as lines; at most 70 s
-#       (its --budget 15 s less), 30 s kept for (c); its log goes on issue13.log;
+#       (its --budget 15 s less), 30 s kept for (c); its log goes on targets.log;
 #   (c) qidao bench-cuda: the older bench workloads (the default schedules at
 #       matmul 1024/2048, softmax 4096, chain 2^24 first, then the hand-written
 #       ones), with what is left of the 8 minutes.
 # Writes into $OUT (default /tmp/out) 8 files (the most the device tool brings
-# back): pytest.log (the versions first), issue13.log (then the ladder's),
-# issue13.csv, issue13.png, ladder.csv, ladder.png, bench.log, gpu_bench.csv. Wheels in
+# back): pytest.log (the versions first), targets.log (then the ladder's),
+# targets.csv, targets.png, ladder.csv, ladder.png, bench.log, gpu_bench.csv. Wheels in
 # .whl/ (xdsl, pycuda and what they need, for Python 3.12: scripts/gpu_wheels.sh
 # makes them) are installed into /tmp/site first; the machine's python3 ($PYTHON
 # to use another) brings numpy, torch, transformers, onnx, matplotlib and pytest.
@@ -143,18 +144,18 @@ rc_a=${PIPESTATUS[0]}
 # (d) and (c) get at least 100 s: (b) stops at its budget, 25 s before its
 # timeout (the table, the CSV and the PNG are written in them)
 limit=$(cap $(( $(left) - 100 < 250 ? $(left) - 100 : 250 )))
-echo "== (b) qidao bench-cuda --suite issue13 (at most ${limit} s)"
-timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --suite issue13 --timeout 60 \
-    --budget $((limit > 30 ? limit - 25 : 5)) --csv "$OUT/issue13.csv" \
-    --plot "$OUT/issue13.png" 2>&1 | tee "$OUT/issue13.log"
+echo "== (b) qidao bench-cuda --suite targets (at most ${limit} s)"
+timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --suite targets --timeout 60 \
+    --budget $((limit > 30 ? limit - 25 : 5)) --csv "$OUT/targets.csv" \
+    --plot "$OUT/targets.png" 2>&1 | tee "$OUT/targets.log"
 rc_b=${PIPESTATUS[0]}
 
 # (c) gets at least 30 s: (d) stops at its budget, 15 s before its timeout
 limit=$(cap $(( $(left) - 30 < 70 ? $(left) - 30 : 70 )))
-echo "== (d) qidao bench-cuda --suite ladder (at most ${limit} s)" | tee -a "$OUT/issue13.log"
+echo "== (d) qidao bench-cuda --suite ladder (at most ${limit} s)" | tee -a "$OUT/targets.log"
 timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --suite ladder --timeout 60 \
     --min-time 0.2 --budget $((limit > 20 ? limit - 15 : 5)) --csv "$OUT/ladder.csv" \
-    --plot "$OUT/ladder.png" 2>&1 | tee -a "$OUT/issue13.log"
+    --plot "$OUT/ladder.png" 2>&1 | tee -a "$OUT/targets.log"
 rc_d=${PIPESTATUS[0]}
 
 limit=$(cap 150)
@@ -164,7 +165,7 @@ timeout -k 10 "$limit" "$PY" -m qidao bench-cuda --timeout 60 \
     2>&1 | tee "$OUT/bench.log"
 rc_c=${PIPESTATUS[0]}
 
-echo "== done in ${SECONDS} s: pytest exit $rc_a, issue13 suite exit $rc_b," \
+echo "== done in ${SECONDS} s: pytest exit $rc_a, targets suite exit $rc_b," \
     "ladder exit $rc_d, bench-cuda exit $rc_c (124: timed out; 3: no GPU)"
 echo "   files: $(ls "$OUT" | tr '\n' ' ')"
 for rc in "$rc_a" "$rc_b" "$rc_d" "$rc_c"; do

@@ -1,6 +1,6 @@
 """The zoo's models on the CUDA target without a GPU: launches, kernels, serial
 launches, @main's intermediate buffers and the device's scratch buffers after reuse
-(the README's "Whole models" figures): .venv/bin/python scripts/gpu_models_plan.py"""
+(the "Whole models" figures of docs/gpu.md): .venv/bin/python scripts/gpu_models_plan.py"""
 
 import qidao
 from qidao.compiler.host import host_stats

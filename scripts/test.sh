@@ -6,6 +6,15 @@ cd "$(dirname "$0")/.."
 source scripts/_venv.sh
 install_qidao dev
 export PATH="$PWD/.venv/bin:$PATH"
+# `qidao explain --html`'s page is tested in a real headless Chromium (Debian's
+# package): installed here where apt can (as root); elsewhere that test skips and
+# says why
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "== chromium (for the browser test)"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } \
+    >/dev/null 2>&1 || echo "chromium could not be installed: the browser test will skip"
+fi
 echo "== ruff"; ruff format --check qidao tests; ruff check qidao tests
 echo "== mypy"; mypy
 # one worker per core (pytest-xdist); the longest tests start first (tests/conftest.py)

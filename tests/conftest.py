@@ -25,7 +25,22 @@ os.environ.setdefault("QIDAO_CACHE", "off")
 LONGEST_FIRST = ("tests/tools/test_conformance.py", "tests/tools/test_ladder.py")
 
 
+# `pytest -m "not slow"`, the fast check: the tests that tests/slow_tests.txt lists
+# (measured: scripts/slow_tests.py) are marked slow here, beside those marked by hand
+SLOW_LIST = Path(__file__).resolve().parent / "slow_tests.txt"
+
+
+def _slow_tests() -> set[str]:
+    lines = SLOW_LIST.read_text().splitlines()
+    return {line for line in lines if line and not line.startswith("#")}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow = _slow_tests()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
+
     def rank(item: pytest.Item) -> int:
         path = item.nodeid.split("::")[0]
         return (

@@ -1,4 +1,4 @@
-"""The package's import graph keeps the layers of the README's tower ("The tower").
+"""The package's import graph keeps the layers of the tower (README.md, docs/design.md).
 
 Read from the source (every ``import``, at module level, inside functions and under
 ``TYPE_CHECKING``), without importing anything:

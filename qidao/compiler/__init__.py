@@ -8,7 +8,6 @@
                   and the one stage loop every target runs
 ``context.py``    the xDSL context with every dialect, passes by name
 ``models.py``     what ``qidao.compile`` accepts, turned into a tg module
-``specialize.py`` ONNX models compiled at the first call, per integer value/shape
 ``schedule.py``   the ``Schedule`` API: primitives on a module's named loops
 ``trace.py``      a schedule's trace, printed and parsed as Python or a pipeline
 ``defaults.py``   what every target's default schedules share

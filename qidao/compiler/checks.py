@@ -24,8 +24,9 @@ from xdsl.dialects.builtin import (
 )
 
 from qidao.compiler.host import entry_function
+from qidao.dialects.attributes import CHECKS_ATTR
 from qidao.errors import CheckError
-from qidao.passes.graph.insert_checks import CHECKS_ATTR, RESULTS_PER_KIND
+from qidao.passes.graph.insert_checks import RESULTS_PER_KIND
 from qidao.runtime.executor import TensorSpec
 
 

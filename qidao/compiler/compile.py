@@ -18,7 +18,7 @@ from it the next time (``qidao.compiler.cache``).
 
 An ONNX model with integer inputs (shapes, axes, pads) or dynamic dimensions compiles
 at its first call instead, specialized on those values and shapes
-(``qidao.compiler.specialize``).
+(``qidao.frontend.onnx.specialize``).
 """
 
 from __future__ import annotations
@@ -139,14 +139,14 @@ def compile(
 
     A PyTorch ``nn.Module`` or function needs ``example_inputs`` (a tuple of
     tensors); it is captured with torch.export, and the result (a
-    ``qidao.frontend.fx_backend.TorchCompiled``) takes and returns torch tensors.
+    ``qidao.frontend.torch.backend.TorchCompiled``) takes and returns torch tensors.
     Unsupported operators run in PyTorch with a warning; with ``strict=True`` they
     raise one ``UnsupportedTorchOpsError`` listing them all.
     """
-    from qidao.frontend.fx_detect import is_torch_model
+    from qidao.frontend.torch.detect import is_torch_model
 
-    if is_torch_model(model):  # PyTorch: qidao/frontend/fx.py
-        from qidao.frontend.fx_backend import compile_torch
+    if is_torch_model(model):  # PyTorch: qidao/frontend/torch/importer.py
+        from qidao.frontend.torch.backend import compile_torch
 
         _refuse_training_options(options)
 
@@ -171,21 +171,24 @@ def compile(
     if grad:  # initializers named there become inputs
         model, lifted = lift_for_grad(model, grad)
         held = {**held, **lifted}
-    from qidao.compiler.specialize import specialized
 
     def compile_specialization(module: ModuleOp) -> CompiledProgram:
         compiled = compile(module, target, threads, mode, **options)
         assert isinstance(compiled, CompiledProgram)  # a tg module compiles ahead
         return compiled
 
-    # ONNX integer inputs / dynamic shapes: compiled per call
-    lazy = specialized(model, compile_specialization)
+    if is_onnx(model):  # ONNX integer inputs / dynamic shapes: compiled per call
+        from qidao.frontend.onnx.specialize import specialized
+
+        lazy = specialized(model, compile_specialization)
+    else:
+        lazy = None
     if lazy is not None:
         if settings.options["grad"]:
             raise UnsupportedError(
                 "grad= needs a model with static shapes and no integer (shape, axes) "
-                "inputs; this one compiles per call (qidao.compiler.specialize): fix "
-                "its dynamic dimensions or integer inputs first"
+                "inputs; this one compiles per call (qidao.frontend.onnx.specialize): "
+                "fix its dynamic dimensions or integer inputs first"
             )
         return lazy
     compiled = _compile_module(model, backend, settings)

@@ -32,6 +32,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from qidao.compiler.models import lift_for_grad, load_model, with_weights
+from qidao.dialects.attributes import INPUT_NAMES_ATTR
 from qidao.dialects.tg.numpy_eval import evaluate_function
 from qidao.errors import ArgumentError, GradcheckError
 from qidao.passes.graph.widen_floats import WidenFloatsPass
@@ -60,7 +61,7 @@ def gradcheck(
     from qidao.compiler.compile import compile
 
     wrt = check_arguments(inputs, wrt, eps, rtol, atol, elements, seed)
-    from qidao.frontend.fx_detect import is_torch_model
+    from qidao.frontend.torch.detect import is_torch_model
 
     if is_torch_model(model):
         raise ArgumentError(
@@ -194,7 +195,7 @@ def _short(value: object) -> str:
 
 def _input_names(module: ModuleOp) -> list[str]:
     fn = next(o for o in module.ops if isinstance(o, func.FuncOp))
-    names = fn.attributes.get("qd.input_names")
+    names = fn.attributes.get(INPUT_NAMES_ATTR)
     if isinstance(names, ArrayAttr):
         return [n.data for n in names.data if isinstance(n, StringAttr)]
     return [a.name_hint or f"input{i}" for i, a in enumerate(fn.body.blocks[0].args)]

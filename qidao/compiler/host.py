@@ -15,6 +15,12 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 
+from qidao.dialects.attributes import (
+    IN_PLACE_ATTR,
+    INPUT_NAMES_ATTR,
+    KERNEL_ATTR,
+    OUTPUT_NAMES_ATTR,
+)
 from qidao.dialects.tg.types import dtype_name, is_row_major
 from qidao.passes.kernels.plan_memory import memory_stats
 from qidao.runtime.executor import TensorSpec
@@ -36,7 +42,7 @@ def kernel_labels(module: ModuleOp) -> dict[str, str]:
     labels = {}
     for op in module.ops:
         if isinstance(op, func.FuncOp):
-            label = op.attributes.get("qd.kernel")
+            label = op.attributes.get(KERNEL_ATTR)
             if isinstance(label, StringAttr):
                 labels[op.sym_name.data] = label.data
     return labels
@@ -54,10 +60,10 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     fn = entry_function(module)
     args = fn.body.block.args
     in_names = _names(
-        fn, "qd.input_names", [a.name_hint or f"input{i}" for i, a in enumerate(args)]
+        fn, INPUT_NAMES_ATTR, [a.name_hint or f"input{i}" for i, a in enumerate(args)]
     )
     outs = fn.function_type.outputs.data
-    out_names = _names(fn, "qd.output_names", [f"output{i}" for i in range(len(outs))])
+    out_names = _names(fn, OUTPUT_NAMES_ATTR, [f"output{i}" for i in range(len(outs))])
 
     def spec(name: str, t: object) -> TensorSpec:
         if not isinstance(t, TensorType):
@@ -71,8 +77,8 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
         return TensorSpec(name, tuple(t.get_shape()), dtype_name(t.get_element_type()))
 
     for attr, names, values, what in (
-        ("qd.input_names", in_names, args, "arguments"),
-        ("qd.output_names", out_names, outs, "results"),
+        (INPUT_NAMES_ATTR, in_names, args, "arguments"),
+        (OUTPUT_NAMES_ATTR, out_names, outs, "results"),
     ):
         if len(names) != len(values):
             raise ValueError(
@@ -91,7 +97,7 @@ def host_stats(affine: ModuleOp) -> dict[str, Any]:
     ``in_place``: the [output, input] position pairs that share a buffer."""
     host = entry_function(affine)
     stats: dict[str, Any] = dict(memory_stats(affine, host))
-    pairs = host.attributes.get("qd.in_place")
+    pairs = host.attributes.get(IN_PLACE_ATTR)
     if isinstance(pairs, ArrayAttr):
         stats["in_place"] = [
             [p.value.data for p in pair.data if isinstance(p, IntegerAttr)]

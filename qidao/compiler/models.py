@@ -21,10 +21,10 @@ def load_model(model: Any, example_inputs: Any = None) -> ModuleOp:
     and checks every shaped type against the tensor limit as it reads it."""
     if isinstance(model, ModuleOp):
         return model.clone()
-    from qidao.frontend.fx_detect import is_torch_model
+    from qidao.frontend.torch.detect import is_torch_model
 
     if is_torch_model(model):
-        from qidao.frontend.fx import capture, to_tg
+        from qidao.frontend.torch.importer import capture, to_tg
 
         return to_tg(capture(model, example_inputs))
     from qidao.frontend.builder import Graph

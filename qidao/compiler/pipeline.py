@@ -7,8 +7,8 @@ their names from here, and an unknown name is rejected before any work is done.
 Adding a pass that ``qidao.compile`` runs is one :class:`Step` in one stage below:
 the step says when the pass runs (``graph_only``: not in eager mode; ``when``: only
 when a compile option is on) and which compile settings it takes as options. The
-README's stage tables are :func:`stage_table` of this data, and a test keeps them
-equal.
+stage tables of ``docs/pipeline.md`` are :func:`stage_table` of this data, written
+there by ``qidao pipeline --write docs/pipeline.md``, and a test keeps them equal.
 
 The stages of every target begin with the four of :data:`COMMON_STAGES`; the
 ``schedule`` stage has no pass of its own: the schedule (``schedule=``, a default
@@ -369,8 +369,8 @@ def _why_needed(step: Step) -> str:
 
 
 def stage_table(target: str = "cpu") -> str:
-    """The stages of ``target`` as the README's Markdown table, and the passes that
-    eager mode skips."""
+    """The stages of ``target`` as the Markdown table of ``docs/pipeline.md``, and
+    the passes that eager mode skips."""
     pipeline = PIPELINES[check_target(target)]
     rows = ["| stage | the IR | made by |", "|---|---|---|"]
     for stage in pipeline:
@@ -408,6 +408,8 @@ def _step_cell(step: Step) -> str:
 
 ScheduleHook = Callable[[ModuleOp, bool], None]
 """Applies the schedule to the module in place; the flag: verify every primitive."""
+PassHook = Callable[[str, ModuleOp], None]
+"""Sees the module after a pass (by its name) has run; must not change it."""
 
 
 def run_stages(
@@ -422,6 +424,7 @@ def run_stages(
     seconds: dict[str, float] | None = None,
     keep: Collection[str] | None = None,
     print_ir: PrintIR | None = None,
+    on_pass: PassHook | None = None,
 ) -> dict[str, ModuleOp]:
     """Run the IR stages of ``pipeline`` on ``module`` in place, in order, until the
     first text stage; return a copy of the module after each stage in ``keep``
@@ -435,8 +438,9 @@ def run_stages(
     or the pass, and a pass that fails on an internal check is one too
     (:func:`run_pass`). ``debug`` (``qidao.compiler.debug``): 2 prints the IR after
     every stage, 3 after every pass; ``print_ir`` prints the IR around the passes
-    it names (``qidao.compiler.print_ir``). ``seconds`` gets the time of each
-    stage.
+    it names (``qidao.compiler.print_ir``). ``on_pass(name, module)`` sees the
+    module after every pass that ran (and after the schedule, as ``"schedule"``):
+    ``qidao bisect`` checks each. ``seconds`` gets the time of each stage.
     """
     check_mode(mode)
     each = verify == "each"
@@ -451,6 +455,7 @@ def run_stages(
         if stage.text:
             break
         start = time.perf_counter()
+        printer.stage(stage.name)
         steps = active_steps(stage, mode, values)
         for step in stage.steps:
             if step not in steps:
@@ -464,6 +469,8 @@ def run_stages(
             if debug >= 3:
                 emit(f"after pass {step.name}", str(module))
             printer.after(step.name, module)
+            if on_pass is not None:
+                on_pass(step.name, module)
         if steps and not each:
             verify_module(
                 module,
@@ -475,6 +482,8 @@ def run_stages(
             printer.before(SCHEDULE_STAGE, module)
             schedule(module, each)
             printer.after(SCHEDULE_STAGE, module)
+            if on_pass is not None:
+                on_pass(SCHEDULE_STAGE, module)
         if seconds is not None:
             seconds[stage.name] = time.perf_counter() - start
         if keep is None or stage.name in keep:

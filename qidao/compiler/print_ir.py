@@ -12,11 +12,16 @@ A pass is named as the pipeline names it (``qidao.compiler.pipeline``);
 ``schedule`` names the schedule applied at the end of the ``schedule`` stage. A
 pass is compared with the IR before it by its printed text, so a pass that only
 renames values counts as a change. A named pass that did not run says why.
+
+``PrintIR(log=IRLog())`` keeps the IR before and after every pass, with its stage
+and its time, in the :class:`IRLog` instead of printing it (``qidao explain``
+draws its page from one); it prints nothing unless the other fields ask.
 """
 
 from __future__ import annotations
 
 import difflib
+import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -24,6 +29,56 @@ from xdsl.ir import Operation
 
 Write = Callable[[str, str], None]
 """Prints one section: a title and its text (``qidao.compiler.debug.emit``)."""
+
+
+@dataclass(frozen=True)
+class PassIR:
+    """One pass as an :class:`IRLog` kept it: its stage, the IR before and after
+    it, and its seconds (the pass, and its verification with ``verify="each"``;
+    printing the IR not counted)."""
+
+    stage: str
+    """The stage the pass ran in (``tg``, ``affine``, ...)."""
+    name: str
+    """The pass, as the pipeline names it; ``schedule`` for the schedule."""
+    before: str
+    after: str
+    seconds: float
+
+    @property
+    def changed(self) -> bool:
+        """Whether the printed IR differs (a renamed value is a change)."""
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """The change as a unified diff, as ``PrintIR(diff=True)`` prints it."""
+        return _diff(self.before, self.after, self.name)
+
+
+@dataclass(frozen=True)
+class SkippedPass:
+    """A pass of the pipeline that did not run in this compile, and why."""
+
+    stage: str
+    name: str
+    why: str
+
+
+@dataclass
+class IRLog:
+    """The IR around every pass of one compile, kept rather than printed:
+    ``qidao.compile(model, debug=PrintIR(log=log))`` fills it in order."""
+
+    input: str = ""
+    """The IR before the first pass (the ``input`` stage)."""
+    passes: list[PassIR] = field(default_factory=list)
+    """Every pass that ran, in order (the schedule too, as ``schedule``)."""
+    skipped: list[SkippedPass] = field(default_factory=list)
+    """The pipeline's passes that did not run, in order, with the reason."""
+
+    def stage_passes(self, stage: str) -> list[PassIR]:
+        """The passes that ran in ``stage``, in order."""
+        return [p for p in self.passes if p.stage == stage]
 
 
 @dataclass(frozen=True)
@@ -44,8 +99,12 @@ class PrintIR:
     """The IR after every pass (``debug=3`` prints this too)."""
     level: int = 0
     """The debug level besides (``qidao.compiler.debug``: 1 prints the times)."""
+    log: IRLog | None = field(default=None, compare=False, repr=False)
+    """Keep every pass's IR before and after it here (prints nothing itself)."""
 
     def __post_init__(self) -> None:
+        if self.log is not None and not isinstance(self.log, IRLog):
+            raise TypeError(f"PrintIR(log=...) takes an IRLog, got {self.log!r}")
         for name in ("before", "after"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -91,24 +150,39 @@ class IRPrinter:
     config: PrintIR
     write: Write
     _last: str | None = field(default=None, init=False)
+    _stage: str = field(default="", init=False)
+    _started: float = field(default=0.0, init=False)
 
     def start(self, module: Operation) -> None:
         """Remember the IR before the first pass (what the first change is
         measured against)."""
         if self._wants_text():
             self._last = str(module)
+        log = self.config.log
+        if log is not None and not log.input and self._last is not None:
+            log.input = self._last
+
+    def stage(self, name: str) -> None:
+        """Called as stage ``name`` begins (the log files its passes under it)."""
+        self._stage = name
 
     def before(self, name: str, module: Operation) -> None:
         """Called before pass ``name`` runs on ``module``."""
         if name in self.config.before:
             self.write(f"IR before {name}", str(module))
+        self._started = time.perf_counter()
 
     def after(self, name: str, module: Operation) -> None:
         """Called after pass ``name`` ran on ``module``."""
+        seconds = time.perf_counter() - self._started
         if not self._wants_text():
             return
         text = str(module)
         previous, self._last = self._last, text
+        if self.config.log is not None:
+            self.config.log.passes.append(
+                PassIR(self._stage, name, previous or "", text, seconds)
+            )
         changed = previous is None or previous != text
         named = name in self.config.after or self.config.after_all
         if not (named or (self.config.after_change and changed)):
@@ -121,13 +195,15 @@ class IRPrinter:
             self.write(f"IR after {name}", text)
 
     def skipped(self, name: str, why: str) -> None:
-        """Called for a named pass that does not run in this compile."""
+        """Called for a pass of the pipeline that does not run in this compile."""
+        if self.config.log is not None:
+            self.config.log.skipped.append(SkippedPass(self._stage, name, why))
         if name in self.config.passes:
             self.write(f"pass {name} did not run: {why}", "")
 
     def _wants_text(self) -> bool:
         c = self.config
-        return c.after_change or c.after_all or bool(c.after)
+        return c.after_change or c.after_all or bool(c.after) or c.log is not None
 
 
 def _diff(before: str, after: str, name: str) -> str:

@@ -44,6 +44,7 @@ from qidao.compiler.context import make_context
 from qidao.compiler.models import load_model
 from qidao.compiler.pipeline import run_stages, stages
 from qidao.compiler.trace import PRIMITIVES, TraceEntry, parse_trace, primitive
+from qidao.dialects.attributes import KERNEL_ATTR
 from qidao.passes.schedule.loops.errors import (
     DuplicateLoopNameError,
     IllegalScheduleError,
@@ -55,7 +56,6 @@ from qidao.passes.schedule.loops.errors import (
     ScheduleError,
 )
 from qidao.passes.schedule.loops.nest import (
-    KERNEL_ATTR,
     find_kernel,
     kernel_functions,
     kernel_loops,

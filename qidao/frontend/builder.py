@@ -56,8 +56,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects import tg
+from qidao.dialects.attributes import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR, SOURCE_ATTR
 from qidao.dialects.tg.custom import gradient_type
-from qidao.dialects.tg.domain import SOURCE_ATTR, has_runtime_domain
+from qidao.dialects.tg.domain import has_runtime_domain
 from qidao.dialects.tg.types import (
     dtype_name,
     element_type_of,
@@ -301,10 +302,10 @@ class Graph:
             ),
             Region(self._block),
         )
-        func.attributes["qd.input_names"] = ArrayAttr(
+        func.attributes[INPUT_NAMES_ATTR] = ArrayAttr(
             [StringAttr(n) for n in self._input_names]
         )
-        func.attributes["qd.output_names"] = ArrayAttr(
+        func.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr(
             [StringAttr(n) for n, _ in self._outputs]
         )
         module = ModuleOp([func])

@@ -26,7 +26,7 @@ The same registered name is picked up by the other frontends:
   unregistered custom-domain node stays an ``UnsupportedOpsError``);
 - PyTorch: ``torch.library.custom_op("demo::swish", mutates_args=())`` (with a
   ``register_fake`` so that ``torch.export`` can trace it) imports as the op from an
-  FX graph when qidao has ``demo::swish`` registered (``fx_custom.py``).
+  FX graph when qidao has ``demo::swish`` registered (``torch/custom.py``).
 
 ``custom_op(name, forward, vjp=..., infer=...)`` (or the decorator form) registers
 a :class:`CustomOpDef` and returns it; the builder (``Graph.custom``) turns it into

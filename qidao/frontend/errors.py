@@ -10,7 +10,7 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
   error lists all of them with the nodes that use them, before any work is done.
 - ``ConstantRequiredError``: a node needs, at compile time, the value of a tensor
   that is computed at run time (a ``Reshape`` shape, reduce ``axes``, ``Pad``
-  pads); ``qidao.compiler.specialize`` binds the graph inputs it comes from.
+  pads); ``qidao.frontend.onnx.specialize`` binds the graph inputs it comes from.
 - ``MlirError``: a ``.mlir`` file or text that cannot be read (not UTF-8), parsed
   (a syntax error, nesting too deep) or verified; the message names the file.
 - ``WeightsError``: a weights file cannot be read (missing, truncated, a dtype qidao

@@ -53,8 +53,13 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
+from qidao.dialects.attributes import (
+    INPUT_NAMES_ATTR,
+    NONNEGATIVE_ATTR,
+    OUTPUT_NAMES_ATTR,
+    SOURCE_ATTR,
+)
 from qidao.dialects.tg import TG, FusedOp, WinogradInputOp, WinogradOutputOp, YieldOp
-from qidao.dialects.tg.domain import NONNEGATIVE_ATTR, SOURCE_ATTR
 from qidao.dialects.tg.types import is_row_major, verify_tensor_type
 from qidao.frontend.errors import MlirError
 from qidao.frontend.limits import check_tensor
@@ -79,7 +84,7 @@ MODEL_OPS: tuple[type[Operation], ...] = (
 )
 """Every op a ``.mlir`` model may hold: what the frontends build."""
 
-MAIN_ATTRIBUTES = ("qd.input_names", "qd.output_names")
+MAIN_ATTRIBUTES = (INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR)
 """The attributes of ``@main`` a model may set (arrays of strings)."""
 
 OP_ATTRIBUTES: dict[str, type[Attribute]] = {
@@ -268,8 +273,8 @@ class _Checker:
         if not results:
             raise self.refuse(main, f"@{ENTRY} returns nothing")
         for key, count, what in (
-            ("qd.input_names", len(main.function_type.inputs.data), "arguments"),
-            ("qd.output_names", len(results), "results"),
+            (INPUT_NAMES_ATTR, len(main.function_type.inputs.data), "arguments"),
+            (OUTPUT_NAMES_ATTR, len(results), "results"),
         ):
             names = main.attributes.get(key)
             if isinstance(names, ArrayAttr) and len(names.data) != count:

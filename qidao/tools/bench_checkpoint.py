@@ -28,7 +28,7 @@ step above what it held before (activations, gradients, temporaries).
 
 ```
 qidao bench checkpoint                  # mlp and resnet, every k, 1 thread
-qidao bench checkpoint mlp --k 1 2 4 5 10 20 --plot docs/checkpoint.png
+qidao bench checkpoint mlp --k 1 2 4 5 10 20 --plot docs/benchmarks/checkpoint.png
 ```
 """
 

@@ -2,7 +2,7 @@
 
     qidao bench-cuda                         # the bench workloads, CSV in bench-results/
     qidao bench-cuda tiled2048 chain24 --csv gpu_bench.csv
-    qidao bench-cuda --suite issue13 --csv issue13.csv   # + issue13.png beside it
+    qidao bench-cuda --suite targets --csv targets.csv   # + targets.png beside it
     qidao bench-cuda --list                  # the workloads and the suites
 
 The workloads are ``qidao/tools/cuda_workloads.py``'s: a graph (or a whole model's
@@ -15,14 +15,15 @@ with no workload named they run first (``matmul1024_default``,
 ``matmul2048_default``, ``softmax4096_default``, ``chain24_default``), then the
 other big sizes, then the small ones.
 
-``--suite issue13`` runs exactly issue 13's workloads, in its order
+``--suite targets`` runs the workloads of the GPU speed targets, in order
 (``qidao/tools/cuda_suites.py``): ``chain26`` and ``copy26`` (2^26 floats; the
 copy's rows measure the device's copy bandwidth), ``softmax8192``,
 ``layernorm8192``, ``matmul4096`` in FP32, TF32 and FP16, ``resnet50`` (batch 32)
 and ``bert`` (BERT-base, batch 8), all with the default GPU schedules; the table
 and the CSV add each qidao row's target and whether it is met, and a PNG
 (``--plot``, by default the CSV's path with ``.png``) draws them
-(``bench_cuda_plot.py``). ``--suite issue13-small`` is the same at emulator sizes.
+(``bench_cuda_plot.py``). ``--suite targets-small`` is the same at emulator sizes
+(``issue13`` and ``issue13-small``, the old names, still work, with a note).
 
 ``--suite ladder`` is the GPU ladder (``qidao/tools/cuda_ladder.py``): matmul
 4096 FP32 under one schedule per rung (naive at 128^3, bind, shared, register,
@@ -297,7 +298,7 @@ def add_bench_cuda_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--suite",
-        help="run a suite's workloads in its order (issue13, issue13-small, ladder, "
+        help="run a suite's workloads in its order (targets, targets-small, ladder, "
         "ladder-small; --list)",
     )
     p.add_argument(
@@ -354,9 +355,17 @@ def _list() -> None:
 
 def _workloads(args: argparse.Namespace) -> list[str]:
     """The workloads to run, in order, or a ValueError naming the bad ones."""
-    from qidao.tools.cuda_suites import ALL_WORKLOADS, SUITES
+    from qidao.tools.cuda_suites import ALL_WORKLOADS, SUITE_ALIASES, SUITES
     from qidao.tools.cuda_workloads import BENCH_WORKLOADS, LARGE_WORKLOADS
 
+    if args.suite in SUITE_ALIASES:
+        new = SUITE_ALIASES[args.suite]
+        print(
+            f"qidao bench-cuda: --suite {args.suite} is deprecated: it is now "
+            f"--suite {new}",
+            file=sys.stderr,
+        )
+        args.suite = new
     if args.suite is not None:
         if args.workloads:
             raise ValueError("name workloads or a --suite, not both")

@@ -3,7 +3,7 @@
 Two panels, from the rows alone (``cuda_results.py`` reads them):
 
 - left, per workload with a qidao row: torch's median over qidao's (log scale,
-  the dashed line is PyTorch's speed), a black tick at the issue's target where
+  the dashed line is PyTorch's speed), a black tick at the speed target where
   the target is a ``vs_torch`` one, the bar green when it is met, red when not,
   grey without a target; a row with no number says ``not built`` or ``failed``;
 - right, per row that moves as many bytes as a copy measured in the same run:

@@ -2,7 +2,7 @@
 training workload, qidao's compiled step against PyTorch eager's, side by side.
 
 Each (workload, backend) runs in its own process with its threads pinned (one by
-default: the issue's setting), on the same weights (PyTorch's seeded init, read into
+default), on the same weights (PyTorch's seeded init, read into
 the qidao graph's weight inputs) and the same batch. A run first takes three steps
 and records their losses; the table's ``agrees`` column says whether qidao's three
 losses match PyTorch's to 1e-3 relative (the same weights, the same data, the same

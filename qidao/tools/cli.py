@@ -14,6 +14,9 @@
     qidao zoo resnet50 vit bert     # transformers models vs ONNX Runtime and PyTorch
     qidao cache info                # the compile cache: where, entries, size (or clear)
     qidao fuzz --minutes 30         # hostile inputs in worker processes: counts, failures
+    qidao explain MODEL --html x.html   # one page: graph, kernels, each pass's diff, times
+    qidao bisect MODEL              # the first pass, kernel or primitive that is wrong
+    qidao pipeline --write docs/pipeline.md   # the stage tables from the pipeline data
 
 MODEL is a ``.onnx`` or ``.mlir`` file or the name of a built-in model
 (``qidao compile --help`` lists them; default ``book``).
@@ -34,10 +37,14 @@ import numpy as np
 
 from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
 from qidao.tools.bench_cuda import add_bench_cuda_parser
+from qidao.tools.bisect_command import add_bisect_parser
 from qidao.tools.cache_command import add_cache_parser
 from qidao.tools.conformance import add_conformance_parser
 from qidao.tools.examples import model_argument
+from qidao.tools.explain_command import add_explain_parser
 from qidao.tools.fuzz import add_fuzz_parser
+from qidao.tools.inputs import load_inputs
+from qidao.tools.pipeline_command import add_pipeline_parser
 from qidao.tools.tune import add_tune_parser
 
 DEFAULT_MODEL = "book"
@@ -118,7 +125,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         **({"grad": args.grad} if args.grad else {}),
         **({"checkpoint": args.checkpoint} if args.checkpoint is not None else {}),
     )
-    from qidao.compiler.specialize import Specialized
+    from qidao.frontend.onnx.specialize import Specialized
 
     if isinstance(compiled, Specialized):
         raise ValueError(
@@ -138,47 +145,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def _input_names(compiled: Any) -> list[str]:
     """The graph inputs a call takes, in order (a model compiled at its first
     call, ``Specialized``, knows them before it is compiled)."""
-    from qidao.compiler.specialize import Specialized
+    from qidao.frontend.onnx.specialize import Specialized
 
     if isinstance(compiled, Specialized):
         return list(compiled.names)
     return [s.name for s in compiled.inputs]
 
 
-def load_inputs(path: str, names: list[str]) -> list[np.ndarray[Any, Any]]:
-    """The arrays of ``--inputs``: an ``.npz`` with one array per input name, or an
-    ``.npy`` for a model of one input; anything else is a ``ValueError`` naming the
-    file and what it lacks."""
-    import zipfile
-
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise ValueError(
-            f"--inputs {path}: cannot read it as .npz or .npy ({err})"
-        ) from None
-    if isinstance(data, np.ndarray):
-        if len(names) != 1:
-            raise ValueError(
-                f"--inputs {path}: an .npy holds one array and the model takes "
-                f"{len(names)} inputs ({', '.join(names)}); save them in one .npz "
-                "(np.savez(path, name=array, ...))"
-            )
-        return [data]
-    missing = [name for name in names if name not in data.files]
-    if missing:
-        raise ValueError(
-            f"--inputs {path} lacks input(s) {', '.join(missing)}; it has "
-            f"{', '.join(data.files) or 'no arrays'}"
-        )
-    try:
-        return [data[name] for name in names]
-    except (OSError, ValueError, zipfile.BadZipFile) as err:
-        raise ValueError(f"--inputs {path}: cannot read an array ({err})") from None
-
-
 def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
-    from qidao.compiler.specialize import Specialized
+    from qidao.frontend.onnx.specialize import Specialized
     from qidao.tools.examples import EXAMPLES, matmul_example
 
     if args.inputs:
@@ -222,7 +197,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not isinstance(compiled, Compiled):
         raise SystemExit(
             f"qidao profile: {args.model} is compiled at its first call (integer "
-            "inputs or dynamic dimensions are bound then: qidao/compiler/specialize.py)"
+            "inputs or dynamic dimensions are bound then: qidao/frontend/onnx/specialize.py)"
         )
     inputs = _inputs(args, compiled)
     print(
@@ -707,6 +682,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
         add_bench_cuda_parser,  # qidao bench-cuda: qidao/tools/bench_cuda.py
         add_fuzz_parser,  # qidao fuzz: qidao/tools/fuzz.py
+        add_explain_parser,  # qidao explain: qidao/tools/explain_command.py
+        add_bisect_parser,  # qidao bisect: qidao/tools/bisect_command.py
+        add_pipeline_parser,  # qidao pipeline: qidao/tools/pipeline_command.py
     ):
         add(sub)
     return parser

@@ -57,7 +57,7 @@ from qidao.tools.cuda_workloads import (
 )
 
 SIZE = 4096
-"""m = k = n of the ladder (issue 13's matmul)."""
+"""m = k = n of the ladder (the speed targets' matmul)."""
 
 NAIVE_SIZE = 128
 """The naive rung's m = k = n: one GPU thread does all of it (at 128^3, 4.2 M
@@ -166,7 +166,7 @@ RUNG_TIMEOUT_S = 60.0
 the timing: about 10 on an H200; the bind rung's calls take tens of ms)."""
 
 LADDER: dict[str, GpuWorkload] = ladder()
-"""The rungs at issue 13's size, in order."""
+"""The rungs at the speed targets' size, in order."""
 
 LADDER_SMALL: dict[str, GpuWorkload] = ladder(small=True)
 """The same at 64^3, for the emulator (``<rung>_small``)."""

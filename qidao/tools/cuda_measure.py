@@ -179,7 +179,7 @@ def not_built_reason(w: GpuWorkload) -> str | None:
         return None
     return (
         f"{NOT_BUILT}qidao.compile(target='cuda') takes no {', '.join(missing)} "
-        f"option yet: the {w.precision} matmul on tensor cores (issue 13, item 3) "
+        f"option yet: the {w.precision} matmul on tensor cores "
         "is not wired"
     )
 

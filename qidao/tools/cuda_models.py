@@ -2,7 +2,7 @@
 
 The models are ``qidao/tools/zoo_models.py``'s (``transformers`` classes from
 configs, random weights from a fixed seed, BatchNorms calibrated), at the sizes of
-issue 13 and at tiny sizes for the tests:
+the speed targets (``--suite targets``) and at tiny sizes for the tests:
 
 - ``resnet50``: ``ResNetForImageClassification`` from the zoo's ResNet-50 config
   (bottleneck blocks 3-4-6-3), batch 32, 224x224, the logits;

@@ -1,5 +1,5 @@
 """``qidao bench-cuda``'s rows and what is read off them: ratios, the copy
-bandwidth, the issue's targets, the CSV and the table.
+bandwidth, the speed targets, the CSV and the table.
 
 A :class:`GpuResult` is one (workload, backend) row: the median, or the error
 that stopped it. Read off a run's rows:
@@ -59,7 +59,7 @@ class GpuResult:
     precision: str = ""
     """``fp32``, ``tf32`` or ``fp16``: what the row computed in."""
     target: str = ""
-    """The issue's target for a qidao row, ``metric>=value`` (``Target.describe``)."""
+    """The speed target of a qidao row, ``metric>=value`` (``Target.describe``)."""
     schedule: str = ""
     """A qidao row's schedule trace (``compiled.stats["schedule"]``)."""
 

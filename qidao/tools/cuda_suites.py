@@ -1,9 +1,11 @@
-"""The GPU bench's suites: issue 13's workloads, at its sizes and small.
+"""The GPU bench's suites: the workloads of the GPU speed targets, at their sizes and
+small, and the GPU ladder.
 
-``qidao bench-cuda --suite issue13`` runs exactly the workloads of issue 13 ("GPU
-at the hardware's limit"), in this order, every one with ``schedule="default"``
-(the default GPU schedules, so a better default shows at the next run), checked
-against PyTorch on the device before it is timed, with the issue's target:
+``qidao bench-cuda --suite targets`` runs the workloads that measure the GPU path
+against the hardware's limits (the copy bandwidth, cuBLAS, PyTorch), in this order,
+every one with ``schedule="default"`` (the default GPU schedules, so a better
+default shows at the next run), checked against PyTorch on the device before it is
+timed, with its speed target:
 
 | workload | what | target (qidao row) |
 |---|---|---|
@@ -19,12 +21,15 @@ against PyTorch on the device before it is timed, with the issue's target:
 
 Each workload's ``timeout_s`` budgets its rows so the suite stays under about 4
 minutes on an H200 when everything compiles (the models get the most: their
-export and compile run on the CPU). ``issue13-small`` is the same workloads at
+export and compile run on the CPU). ``targets-small`` is the same workloads at
 sizes the emulator runs in seconds (``<name>_small``), for the tests.
 
 ``ladder`` is the GPU ladder (``cuda_ladder.py``): matmul 4096 FP32 under one
 schedule per rung, from the naive loops to the tensor cores and the tuner's
 records; ``ladder-small`` the same rungs at 64^3.
+
+``issue13`` and ``issue13-small``, the suites' names before, are still accepted
+(``SUITE_ALIASES``), with a note naming the new ones.
 """
 
 from __future__ import annotations
@@ -70,8 +75,8 @@ TENSOR_CORE_MATMUL = Target("vs_torch", 0.7)
 """matmul TF32 and FP16: at least 0.7x cuBLAS in the same precision."""
 
 
-def _issue13(small: bool) -> list[GpuWorkload]:
-    """The issue's workloads, in its order; ``small``: emulator sizes, named
+def _speed_targets(small: bool) -> list[GpuWorkload]:
+    """The speed targets' workloads, in order; ``small``: emulator sizes, named
     ``<name>_small``."""
     log2n = 10 if small else 26
     rows, cols = (5, 40) if small else (8192, 8192)
@@ -103,24 +108,31 @@ def _issue13(small: bool) -> list[GpuWorkload]:
     return workloads
 
 
-ISSUE13: dict[str, GpuWorkload] = {w.name: w for w in _issue13(small=False)}
-"""Issue 13's workloads at its sizes, in its order."""
+TARGET_WORKLOADS: dict[str, GpuWorkload] = {
+    w.name: w for w in _speed_targets(small=False)
+}
+"""The speed targets' workloads at their sizes, in order."""
 
-ISSUE13_SMALL: dict[str, GpuWorkload] = {w.name: w for w in _issue13(small=True)}
+TARGET_WORKLOADS_SMALL: dict[str, GpuWorkload] = {
+    w.name: w for w in _speed_targets(small=True)
+}
 """The same at sizes the emulator runs in seconds (``<name>_small``)."""
 
 SUITES: dict[str, tuple[str, ...]] = {
-    "issue13": tuple(ISSUE13),
-    "issue13-small": tuple(ISSUE13_SMALL),
+    "targets": tuple(TARGET_WORKLOADS),
+    "targets-small": tuple(TARGET_WORKLOADS_SMALL),
     "ladder": tuple(LADDER),
     "ladder-small": tuple(LADDER_SMALL),
 }
 """``qidao bench-cuda --suite NAME``: the workloads, in order."""
 
+SUITE_ALIASES: dict[str, str] = {"issue13": "targets", "issue13-small": "targets-small"}
+"""Old suite names, still accepted (not listed): old name -> its suite."""
+
 ALL_WORKLOADS: dict[str, GpuWorkload] = {
     **BENCH_WORKLOADS,
-    **ISSUE13,
-    **ISSUE13_SMALL,
+    **TARGET_WORKLOADS,
+    **TARGET_WORKLOADS_SMALL,
     **LADDER,
     **LADDER_SMALL,
 }
@@ -138,10 +150,11 @@ def get_workload(name: str) -> GpuWorkload:
 
 __all__ = [
     "ALL_WORKLOADS",
-    "ISSUE13",
-    "ISSUE13_SMALL",
     "MODEL_TIMEOUT_S",
     "OP_TIMEOUT_S",
     "SUITES",
+    "SUITE_ALIASES",
+    "TARGET_WORKLOADS",
+    "TARGET_WORKLOADS_SMALL",
     "get_workload",
 ]

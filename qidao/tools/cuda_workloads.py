@@ -28,8 +28,8 @@ The schedules:
   schedules of ``defaults.py`` (the matmul register-tiled, a thread per row for
   softmax, blocks of 256 threads for the chain), beside the hand-written ones.
 
-Issue 13's workloads (``qidao/tools/cuda_suites.py`` lists them, in the sizes of the
-issue and small ones for the tests) all take ``schedule="default"``, so whatever the
+The speed targets' workloads (``qidao/tools/cuda_suites.py`` lists them, at their
+sizes and small ones for the tests) all take ``schedule="default"``, so whatever the
 default GPU schedules learn shows in the bench without a change here:
 ``device_copy`` (the device's copy bandwidth, against which the chain is judged),
 ``layer_norm`` (from tg ops, as the layer norm example), and ``dense_matmul`` in a
@@ -44,7 +44,7 @@ default GPU schedules learn shows in the bench without a change here:
   (half in and out, converted once before the timing).
 
 A workload says what the bench measures (``backends``: ``qidao``, ``torch``, and
-for a copy ``memcpy``, the driver's ``cuMemcpyDtoD``), the issue's ``target`` for
+for a copy ``memcpy``, the driver's ``cuMemcpyDtoD``), the speed ``target`` for
 its qidao row (``vs_torch >= 0.9``, ``of_copy >= 0.85``), the seconds its rows may
 take (``timeout_s``), how torch computes the reference on the GPU
 (``torch_reference``; by default ``torch_fn`` on float64 copies of the inputs) and
@@ -85,7 +85,7 @@ many bytes, measured in the same run)."""
 
 @dataclass(frozen=True)
 class Target:
-    """What the issue asks of a workload's qidao row: ``metric >= at_least``."""
+    """The speed target of a workload's qidao row: ``metric >= at_least``."""
 
     metric: str
     at_least: float
@@ -130,7 +130,7 @@ class GpuWorkload:
     backends: tuple[str, ...] = ("qidao", "torch")
     """The rows the bench measures: ``qidao``, ``torch``, and ``memcpy`` for a copy."""
     target: Target | None = None
-    """The issue's target for the qidao row, if it sets one."""
+    """The speed target of the qidao row, if it has one."""
     timeout_s: float | None = None
     """Seconds one of its rows may take in the bench (the worker's start, inputs,
     reference, compile, check and timing); None: the bench's ``--timeout``."""

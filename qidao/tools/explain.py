@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr
 
+from qidao.dialects.attributes import KERNEL_ATTR
+
 if TYPE_CHECKING:
     from qidao import Compiled
 
@@ -30,7 +32,7 @@ def kernel_rows(compiled: Compiled) -> list[tuple[str, str]]:
     for op in module.ops:
         if not isinstance(op, func.FuncOp):
             continue
-        kind = op.attributes.get("qd.kernel")
+        kind = op.attributes.get(KERNEL_ATTR)
         if isinstance(kind, StringAttr):
             contents[op.sym_name.data] = kind.data
         if op.sym_name.data == "main":

@@ -517,6 +517,8 @@ def _forge(c: _Case, what: str) -> str:
             floats *= np.float32(c.pick([2.0, -1.0, 0.0, 1e30]))
         change = "scaled weights.bin"
     elif what == "code":
+        if not code:
+            raise _Skip  # an earlier tampering emptied it
         i = c.int(len(code))
         code[i] ^= 1 + c.int(255)
         change = f"flipped byte {i} of code.o"

@@ -438,7 +438,7 @@ def _run_random(
     """Call a model that compiled on random inputs of its specs: it must run. A
     model compiled at its first call (dynamic dimensions, integer inputs) has no
     specs yet: its ONNX graph inputs say the dtypes, a dynamic dimension is 2."""
-    from qidao.compiler.specialize import NotCompiledYetError
+    from qidao.frontend.onnx.specialize import NotCompiledYetError
 
     try:
         specs = [(s.shape, s.dtype) for s in compiled.inputs]

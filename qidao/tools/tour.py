@@ -29,7 +29,7 @@ def tour(
     if not isinstance(compiled, Compiled):
         raise SystemExit(
             f"qidao tour: {model} is compiled at its first call (integer inputs or "
-            "dynamic dimensions are bound then: qidao/compiler/specialize.py); run it "
+            "dynamic dimensions are bound then: qidao/frontend/onnx/specialize.py); run it "
             "with inputs: qidao run MODEL --inputs in.npz"
         )
     summary = {s.name: s.summary for s in PIPELINES["cpu"]}

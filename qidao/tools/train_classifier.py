@@ -1,4 +1,4 @@
-"""The README's second training example: an MLP classifier trained by a compiled
+"""The DataLoader example of docs/training.md: an MLP classifier trained by a compiled
 qidao step on a synthetic data set fed by ``torch.utils.data.DataLoader``, with and
 without worker prefetching, and the share of each step spent waiting for data.
 

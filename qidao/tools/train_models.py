@@ -8,7 +8,7 @@ PyTorch module (seeded); ``weights(module)`` reads its parameters as the graph's
 weight inputs; ``data(rng)`` draws a batch. ``qidao bench train`` and the tests
 compare a compiled training step with PyTorch's on the same weights and data.
 
-- ``mlp``: 784 → 1024 → 1024 → 10 with ReLU, batch 256 (the issue's MLP).
+- ``mlp``: 784 → 1024 → 1024 → 10 with ReLU, batch 256.
 - ``cnn``: three conv3x3-BN-ReLU blocks (16, 32, 64 channels; the second and third
   with stride 2), batch norm in training mode (batch statistics), global average
   pool, a linear classifier; 32×32 RGB inputs, batch 32.

@@ -36,7 +36,7 @@ def test_the_books_gradients() -> None:
 
 
 def test_the_books_gradients_of_scalars() -> None:
-    """The README's form: rank-0 inputs, called with NumPy scalars (0-d arrays of the
+    """The form of docs/training.md: rank-0 inputs, called with NumPy scalars (0-d arrays of the
     input's dtype; a float64 scalar for a float32 input is refused)."""
     g = Graph("main")
     x, w, b = (g.input(n, ()) for n in "xwb")

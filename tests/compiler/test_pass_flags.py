@@ -101,7 +101,13 @@ def changed_by_default() -> list[str]:
 def test_each_optional_pass_is_skipped_and_the_answer_holds(
     name: str, changed_by_default: list[str]
 ) -> None:
-    assert name in changed_by_default  # the pass does something here ...
+    # the pass does something here ...
+    assert name in changed_by_default, (
+        f"the optional pass '{name}' does not change sink(): add to sink() "
+        "(tests/compiler/test_pass_flags.py) a case that it rewrites, and to "
+        "reference() what that case computes, so that compiling without it is "
+        "tested too"
+    )
     compiled, text = printed(
         sink(), disable=[name], debug=qidao.PrintIR(after_change=True, after=[name])
     )

@@ -1,6 +1,7 @@
 """The pipeline data (``qidao.compiler.pipeline``) is the one list of stages: the
-README's tables are generated from it, every step names a registered pass, and the
-stage loop honours modes, switches and pass options."""
+tables of ``docs/pipeline.md`` are generated from it (``qidao pipeline``), every step
+names a registered pass, and the stage loop honours modes, switches and pass
+options."""
 
 from __future__ import annotations
 
@@ -27,16 +28,26 @@ from qidao.compiler.pipeline import (
 from qidao.dialects import tg
 from qidao.dialects.tg.linalg import NHWC
 from qidao.frontend.builder import Graph
+from qidao.tools.pipeline_command import rewrite_tables, table_block
 
-README = Path(__file__).parents[2] / "README.md"
+PIPELINE_PAGE = Path(__file__).parents[2] / "docs" / "pipeline.md"
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_readme_stage_table_is_the_pipeline_data(target: str) -> None:
-    table = stage_table(target)
-    assert table in README.read_text(), (
-        f"README.md's stage table for target '{target}' differs from "
-        f"qidao.compiler.pipeline.PIPELINES; paste this:\n\n{table}"
+def test_the_pages_stage_table_is_the_pipeline_data(target: str) -> None:
+    assert stage_table(target) in table_block(target)
+    assert table_block(target) in PIPELINE_PAGE.read_text(encoding="utf-8"), (
+        f"docs/pipeline.md's stage table for target '{target}' differs from "
+        "qidao.compiler.pipeline.PIPELINES; regenerate it with\n\n"
+        "    qidao pipeline --write docs/pipeline.md\n"
+    )
+
+
+def test_the_page_is_what_qidao_pipeline_writes() -> None:
+    text = PIPELINE_PAGE.read_text(encoding="utf-8")
+    assert rewrite_tables(text) == text, (
+        "docs/pipeline.md's tables differ from the pipeline data; regenerate them "
+        "with\n\n    qidao pipeline --write docs/pipeline.md\n"
     )
 
 

@@ -324,7 +324,7 @@ def test_torch_library_op_through_qidao_compile(
     register: Callable[..., CustomOpDef],
 ) -> None:
     torch = pytest.importorskip("torch", reason="the PyTorch frontend needs torch")
-    from qidao.frontend.fx_backend import TorchCompiled
+    from qidao.frontend.torch.backend import TorchCompiled
 
     name = "qidao_test::swish_t"
     if not hasattr(torch.ops.qidao_test, "swish_t"):

@@ -36,7 +36,7 @@ def fake_timer(seconds: list[float]) -> bench_cuda.Timer:
     return timer
 
 
-@pytest.mark.parametrize("args", [["chain"], ["--suite", "issue13"]])
+@pytest.mark.parametrize("args", [["chain"], ["--suite", "targets"]])
 def test_no_cuda_device_is_said_and_exits_3(
     args: list[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -56,7 +56,8 @@ def test_list_and_unknown_workloads(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["bench-cuda", "--list"]) == 0
     out = capsys.readouterr().out
     assert "tiled2048" in out and "chain24" in out and "softmax4096" in out
-    assert f"suite issue13: {' '.join(SUITES['issue13'])}" in out
+    assert f"suite targets: {' '.join(SUITES['targets'])}" in out
+    assert "issue13" not in out  # the old names are accepted, not listed
     assert cli_main(["bench-cuda", "nope", "--device", "emulate"]) == 2
     assert "unknown GPU workload(s) nope" in capsys.readouterr().err
     assert (
@@ -64,8 +65,8 @@ def test_list_and_unknown_workloads(capsys: pytest.CaptureFixture[str]) -> None:
         == 2
     )
     assert cli_main(["bench-cuda", "--suite", "nope", "--device", "emulate"]) == 2
-    assert "unknown suite 'nope'; choose from issue13" in capsys.readouterr().err
-    assert cli_main(["bench-cuda", "chain", "--suite", "issue13"]) == 2
+    assert "unknown suite 'nope'; choose from targets" in capsys.readouterr().err
+    assert cli_main(["bench-cuda", "chain", "--suite", "targets"]) == 2
     assert "name workloads or a --suite, not both" in capsys.readouterr().err
 
 
@@ -190,7 +191,7 @@ def fake_suite_rows(workloads: Sequence[str]) -> list[GpuResult]:
     return rows
 
 
-def test_the_suite_runs_exactly_the_issue13_workloads_and_plots(
+def test_the_targets_suite_runs_exactly_its_workloads_and_plots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("matplotlib")
@@ -212,11 +213,11 @@ def test_the_suite_runs_exactly_the_issue13_workloads_and_plots(
         return rows
 
     monkeypatch.setattr(bench_cuda, "run_bench_cuda", run)
-    path = tmp_path / "issue13.csv"
-    argv = ["bench-cuda", "--suite", "issue13-small", "--device", "emulate"]
+    path = tmp_path / "targets.csv"
+    argv = ["bench-cuda", "--suite", "targets-small", "--device", "emulate"]
     # the not-built rows are no failure: exit 0
     assert cli_main([*argv, "--csv", str(path)]) == 0
-    assert seen == [list(SUITES["issue13-small"])]
+    assert seen == [list(SUITES["targets-small"])]
     assert [n.removesuffix("_small") for n in seen[0]] == [
         "chain26",
         "copy26",
@@ -307,7 +308,7 @@ def test_copy_bandwidth_and_targets(tmp_path: Path) -> None:
     fractions = of_copy(gb)
     assert fractions[("chain26", "qidao")] == pytest.approx(125.0 / 250.0)
     assert ("matmul4096", "qidao") not in fractions
-    path = tmp_path / "issue13.csv"
+    path = tmp_path / "targets.csv"
     write_csv(gb, path)
     with path.open() as f:
         rows = {(r["workload"], r["backend"]): r for r in csv.DictReader(f)}
@@ -328,3 +329,40 @@ def test_copy_bandwidth_and_targets(tmp_path: Path) -> None:
     assert f"  {'matmul4096_fp16':<22} {'vs_torch>=0.7':<15} not built" in table
     assert "not built (not counted as failures): matmul4096_fp16/qidao" in table
     assert failures(gb) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [("issue13", "targets"), ("issue13-small", "targets-small")]
+)
+def test_the_old_suite_names_still_work_with_a_note(
+    old: str,
+    new: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    seen: list[Sequence[str]] = []
+    plotted: list[str | None] = []
+
+    def run(workloads: Sequence[str], *args: Any, **kwargs: Any) -> list[GpuResult]:
+        seen.append(workloads)
+        return []
+
+    def plot_for(suite: str | None) -> Callable[[object, Path], None]:
+        plotted.append(suite)
+        return lambda rows, path: None
+
+    monkeypatch.setattr(bench_cuda, "run_bench_cuda", run)
+    monkeypatch.setattr("qidao.tools.bench_cuda_plot.plot_for", plot_for)
+    csv_path = str(tmp_path / "out.csv")
+    assert (
+        cli_main(
+            ["bench-cuda", "--suite", old, "--device", "emulate", "--csv", csv_path]
+        )
+        == 0
+    )
+    assert seen == [list(SUITES[new])]
+    assert plotted == [new]
+    err = capsys.readouterr().err
+    assert f"--suite {old} is deprecated: it is now --suite {new}" in err
+    assert err.count("deprecated") == 1

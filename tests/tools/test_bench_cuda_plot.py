@@ -1,5 +1,5 @@
 """The PNG of ``qidao bench-cuda``, drawn from rows made here (no GPU, no timing):
-a full issue-13 run, and a run where nothing was measured."""
+a full run of the targets suite, and a run where nothing was measured."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytest.importorskip("matplotlib")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def issue13_rows() -> list[GpuResult]:
+def targets_rows() -> list[GpuResult]:
     nbytes = 8 << 26
     rows = [
         GpuResult(
@@ -81,9 +81,9 @@ def issue13_rows() -> list[GpuResult]:
     return rows
 
 
-def test_the_plot_of_an_issue13_run_is_written(tmp_path: Path) -> None:
-    path = tmp_path / "plots" / "issue13.png"
-    plot_suite(issue13_rows(), path)
+def test_the_plot_of_a_targets_run_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "plots" / "targets.png"
+    plot_suite(targets_rows(), path)
     data = path.read_bytes()
     assert data[:8] == PNG and len(data) > 10_000
 

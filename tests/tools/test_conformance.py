@@ -40,6 +40,8 @@ from qidao.tools.conformance_cases import (
     dtype_refusal,
 )
 
+pytestmark = pytest.mark.slow  # ONNX's whole node suite: minutes
+
 UPDATE = (
     "qidao conformance onnx --write-baseline tests/data/onnx_conformance_baseline.json"
 )

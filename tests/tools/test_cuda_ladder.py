@@ -276,7 +276,7 @@ def test_the_ladder_plot_is_written(tmp_path: Path) -> None:
     plot_ladder(rows, path)
     data = path.read_bytes()
     assert data[:8] == PNG and len(data) > 10_000
-    assert plot_for("ladder") is plot_ladder and plot_for("issue13") is plot_suite
+    assert plot_for("ladder") is plot_ladder and plot_for("targets") is plot_suite
     assert plot_for(None) is plot_suite
 
 

@@ -1,8 +1,8 @@
-"""Issue 13's GPU workloads (``qidao/tools/cuda_suites.py``) without a GPU: the
+"""The GPU speed targets' workloads (``qidao/tools/cuda_suites.py``) without a GPU: the
 suite's order, sizes, schedules and targets; each small variant run on the CPU
 emulator and checked against NumPy (or PyTorch eager, for the whole models); the
 torch side that the bench checks against on a GPU, here on the CPU in float64;
-the operator workloads at the issue's sizes compiled to CUDA C. With a GPU, the
+the operator workloads at their full sizes compiled to CUDA C. With a GPU, the
 small suite on the device against PyTorch there."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from qidao.compiler.targets.cuda.compiled import CompiledCuda
 from qidao.runtime.cuda import cuda_unavailable_reason
 from qidao.tools.cuda_measure import HostError, measure, not_built_reason
 from qidao.tools.cuda_models import BERT_BASE_B8, RESNET50_B32
-from qidao.tools.cuda_suites import ISSUE13, ISSUE13_SMALL, SUITES
+from qidao.tools.cuda_suites import SUITES, TARGET_WORKLOADS, TARGET_WORKLOADS_SMALL
 from qidao.tools.cuda_workloads import TENSOR_CORES
 
 needs_gxx = pytest.mark.skipif(
@@ -26,7 +26,7 @@ needs_gxx = pytest.mark.skipif(
 )
 NO_GPU = cuda_unavailable_reason()
 
-OPS = [n for n in SUITES["issue13-small"] if n not in ("resnet50_small", "bert_small")]
+OPS = [n for n in SUITES["targets-small"] if n not in ("resnet50_small", "bert_small")]
 MODELS = ["resnet50_small", "bert_small"]
 
 
@@ -35,8 +35,8 @@ def one_call(call: Callable[[], object], min_time: float, max_runs: int) -> list
     return [1e-3]
 
 
-def test_the_suite_is_the_issue_in_its_order() -> None:
-    assert SUITES["issue13"] == (
+def test_the_suite_is_the_speed_targets_in_order() -> None:
+    assert SUITES["targets"] == (
         "chain26",
         "copy26",
         "softmax8192",
@@ -47,8 +47,10 @@ def test_the_suite_is_the_issue_in_its_order() -> None:
         "resnet50",
         "bert",
     )
-    assert SUITES["issue13-small"] == tuple(f"{n}_small" for n in SUITES["issue13"])
-    targets = {n: w.target.describe() if w.target else "" for n, w in ISSUE13.items()}
+    assert SUITES["targets-small"] == tuple(f"{n}_small" for n in SUITES["targets"])
+    targets = {
+        n: w.target.describe() if w.target else "" for n, w in TARGET_WORKLOADS.items()
+    }
     assert targets == {
         "chain26": "of_copy>=0.85",
         "copy26": "",
@@ -60,21 +62,25 @@ def test_the_suite_is_the_issue_in_its_order() -> None:
         "resnet50": "vs_torch>=1",
         "bert": "vs_torch>=1",
     }
-    for suite in (ISSUE13, ISSUE13_SMALL):
+    for suite in (TARGET_WORKLOADS, TARGET_WORKLOADS_SMALL):
         for name, w in suite.items():
             assert w.schedule == "default", name
             assert w.timeout_s is not None and w.timeout_s >= 60, name
             tensor_cores = dict(w.options).get(TENSOR_CORES)
             assert tensor_cores == (None if w.precision == "fp32" else w.precision)
-    assert [w.precision for w in ISSUE13.values()][4:7] == ["fp32", "tf32", "fp16"]
-    assert ISSUE13["copy26"].backends == ("qidao", "memcpy", "torch")
+    assert [w.precision for w in TARGET_WORKLOADS.values()][4:7] == [
+        "fp32",
+        "tf32",
+        "fp16",
+    ]
+    assert TARGET_WORKLOADS["copy26"].backends == ("qidao", "memcpy", "torch")
 
 
-def test_the_issue_sizes() -> None:
-    assert ISSUE13["chain26"].bytes_per_call == 2 * 4 * 2**26
-    assert ISSUE13["copy26"].bytes_per_call == 2 * 4 * 2**26
-    assert ISSUE13["softmax8192"].bytes_per_call == 2 * 4 * 8192 * 8192
-    assert ISSUE13["matmul4096"].flops_per_call == 2 * 4096**3
+def test_the_full_sizes() -> None:
+    assert TARGET_WORKLOADS["chain26"].bytes_per_call == 2 * 4 * 2**26
+    assert TARGET_WORKLOADS["copy26"].bytes_per_call == 2 * 4 * 2**26
+    assert TARGET_WORKLOADS["softmax8192"].bytes_per_call == 2 * 4 * 8192 * 8192
+    assert TARGET_WORKLOADS["matmul4096"].flops_per_call == 2 * 4096**3
     assert RESNET50_B32.input_shape == (32, 3, 224, 224)
     assert BERT_BASE_B8.input_shape == (8, 128)
     bert = BERT_BASE_B8.config()
@@ -91,7 +97,7 @@ def test_the_issue_sizes() -> None:
 @needs_gxx
 @pytest.mark.parametrize("name", OPS)
 def test_small_workloads_match_numpy_on_the_emulator(name: str) -> None:
-    w = ISSUE13_SMALL[name]
+    w = TARGET_WORKLOADS_SMALL[name]
     reason = not_built_reason(w)
     if reason is not None:  # the tensor-core matmuls, until tensor_cores is wired
         assert w.precision in ("tf32", "fp16")
@@ -118,7 +124,7 @@ def test_the_torch_side_matches_numpy(name: str) -> None:
     the inputs) and what its torch row times (``torch_prepare``), here on CPU
     tensors, against the NumPy reference."""
     torch = pytest.importorskip("torch")
-    w = ISSUE13_SMALL[name]
+    w = TARGET_WORKLOADS_SMALL[name]
     inputs = w.inputs(np.random.default_rng(0))
     want = w.reference(*inputs)
     wide = [torch.from_numpy(a).double() for a in inputs]
@@ -130,12 +136,12 @@ def test_the_torch_side_matches_numpy(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in SUITES["issue13"] if n not in ("resnet50", "bert")]
+    "name", [n for n in SUITES["targets"] if n not in ("resnet50", "bert")]
 )
-def test_the_issue_sizes_compile_to_cuda(name: str) -> None:
-    """At the issue's sizes (no data made, no device): launches within CUDA's
+def test_the_full_sizes_compile_to_cuda(name: str) -> None:
+    """At the full sizes (no data made, no device): launches within CUDA's
     limits, nothing serial, the tensor-core matmuls on the tensor cores."""
-    w = ISSUE13[name]
+    w = TARGET_WORKLOADS[name]
     reason = not_built_reason(w)
     if reason is not None:
         pytest.skip(reason)
@@ -154,7 +160,7 @@ def test_the_issue_sizes_compile_to_cuda(name: str) -> None:
 @pytest.mark.skipif(NO_GPU is not None, reason=f"no CUDA device: {NO_GPU}")
 @pytest.mark.parametrize("name", OPS)
 def test_small_workloads_on_the_gpu_match_pytorch_there(name: str) -> None:
-    w = ISSUE13_SMALL[name]
+    w = TARGET_WORKLOADS_SMALL[name]
     for backend in w.backends:
         if backend == "qidao" and not_built_reason(w) is not None:
             continue

@@ -16,7 +16,8 @@ from typing import Any
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 
-from qidao.passes.schedule.loops.nest import KERNEL_ATTR, kernel_functions
+from qidao.dialects.attributes import KERNEL_ATTR
+from qidao.passes.schedule.loops.nest import kernel_functions
 
 DTYPE_NAMES = {"f32": "float32", "f64": "float64"}
 

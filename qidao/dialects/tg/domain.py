@@ -9,10 +9,10 @@ PyTorch reject at run time (``docs/semantics.md``):
 
 No verifier can see a run-time value, so the kernels define these cases rather than
 trap. The ``insert-checks`` pass (``qidao.compile(..., checks=True)``) adds the
-run-time checks that report them instead, naming the op by ``SOURCE_ATTR``: the
-frontends set it on these ops to the node they came from (``Gather node 'g0'``,
-``node 'embedding' (aten.embedding)``), and ``NONNEGATIVE_ATTR`` where the source
-op's indices may not be negative.
+run-time checks that report them instead, naming the op by ``SOURCE_ATTR``
+(``qidao.dialects.attributes``): the frontends set it on these ops to the node they
+came from (``Gather node 'g0'``, ``node 'embedding' (aten.embedding)``), and
+``NONNEGATIVE_ATTR`` where the source op's indices may not be negative.
 """
 
 from __future__ import annotations
@@ -22,14 +22,6 @@ from xdsl.ir import Operation
 from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import DivOp
 from qidao.dialects.tg.types import kind_of
-
-SOURCE_ATTR = "qd.source"
-"""A ``StringAttr`` on an op with a run-time domain: the model node it came from."""
-
-NONNEGATIVE_ATTR = "qd.nonnegative_indices"
-"""A ``UnitAttr`` on a gather whose source rejects negative indices (PyTorch's
-``embedding``, ``index_select`` and ``gather``): its checked range is ``[0, n)``,
-not ``[-n, n)``. The op itself still wraps a negative index."""
 
 
 def has_runtime_domain(op: Operation) -> bool:

@@ -28,7 +28,7 @@ The steps, each failing with an ``OnnxImportError`` that says what to change:
    known at compile time). Otherwise the node's converter builds tg ops. Each
    result's shape and dtype is checked against ONNX's shape inference. A converter
    that needs a computed value as a constant raises ``ConstantRequiredError``
-   naming it (``qidao.compiler.specialize`` then binds the graph inputs it comes
+   naming it (``qidao.frontend.onnx.specialize`` then binds the graph inputs it comes
    from).
 
 Graph inputs and outputs must have static shapes and one of the dtypes tg has
@@ -55,7 +55,11 @@ The package:
 - ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
   ``Size`` converters, which read the static shape of any input;
 - ``functions.py``: ops ONNX defines as functions, expanded into their bodies (the
-  scan of step 2, and the expansion in the walk).
+  scan of step 2, and the expansion in the walk);
+- ``specialize.py``: a model whose integer inputs or dynamic dimensions decide shapes,
+  imported and compiled at its first call with those values and shapes bound (the
+  compile function is passed in: the frontend does not import the compiler);
+- ``trainable.py``: initializers lifted into graph inputs for ``grad=``.
 
 To add an operator, write a function in the fitting converter module (or a new one,
 imported below) and register it with one decorator::

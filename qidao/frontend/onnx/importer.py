@@ -95,7 +95,7 @@ def import_onnx(
     static) dimensions; every graph input needs a static shape in the end.
     ``constants`` binds graph inputs to values: each becomes an initializer (so a
     shape, axes or pads input folds like a constant) and leaves the tg signature.
-    That is the hook of ``qidao.compiler.specialize``.
+    That is the hook of ``qidao.frontend.onnx.specialize``.
     """
     proto = load_model(model)
     # constant-only ops pass this scan: which inputs fold is known only during the walk;

@@ -151,11 +151,9 @@ from xdsl.ir import (
 )
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import LOOP_ATTR, PARALLEL_ATTR
 from qidao.errors import UnsupportedError
 from qidao.passes.schedule.loops.nest import root_buffer
-
-PARALLEL_ATTR = "qd.parallel"
-LOOP_ATTR = "qd.loop"
 
 _EXTERNS: dict[str, llvm.LLVMFunctionType] = {
     "GOMP_parallel": llvm.LLVMFunctionType(

@@ -51,11 +51,11 @@ from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import KERNEL_ATTR, PROFILE_KERNELS_ATTR
 from qidao.errors import UnsupportedError
 
 START = "qidao_profile_start"
 STOP = "qidao_profile_stop"
-KERNELS_ATTR = "qd.profile_kernels"
 
 
 class InstrumentError(UnsupportedError):
@@ -76,9 +76,9 @@ class InstrumentKernelsPass(ModulePass):
                 f"instrument-kernels: @{START} is already declared: the module is "
                 "instrumented already"
             )
-        kernels = {f.sym_name.data for f in functions if "qd.kernel" in f.attributes}
+        kernels = {f.sym_name.data for f in functions if KERNEL_ATTR in f.attributes}
         hosts = [
-            f for f in functions if "qd.kernel" not in f.attributes and f.body.blocks
+            f for f in functions if KERNEL_ATTR not in f.attributes and f.body.blocks
         ]
         instrumented = False
         for host in hosts:
@@ -91,7 +91,7 @@ class InstrumentKernelsPass(ModulePass):
                     order.append(callee)
                 _bracket(call, order.index(callee))
             if order:
-                host.attributes[KERNELS_ATTR] = ArrayAttr(
+                host.attributes[PROFILE_KERNELS_ATTR] = ArrayAttr(
                     [StringAttr(n) for n in order]
                 )
                 instrumented = True

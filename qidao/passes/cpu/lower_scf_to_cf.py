@@ -32,7 +32,7 @@ from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
-from qidao.passes.schedule.loops.nest import ROLLED_ATTR
+from qidao.dialects.attributes import ROLLED_ATTR
 
 
 def _is_back_edge(branch: cf.BranchOp, header: Block) -> bool:

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import Pure
 
+from qidao.dialects.attributes import CHECKPOINT_ATTR
 from qidao.dialects.tg.constant import ConstantOp
 from qidao.dialects.tg.cost import FREE_OPS, flops, value_bytes
 from qidao.dialects.tg.fused import FusedOp
@@ -332,7 +333,7 @@ def training_report(module: builtin.ModuleOp) -> dict[str, int | float]:
     )
     step = sum(flops(op) for op in block.ops)
     report: dict[str, int | float] = {"saved_bytes": saved, "step_flops": step}
-    info = fn.attributes.get("qd.checkpoint")
+    info = fn.attributes.get(CHECKPOINT_ATTR)
     recompute = 0
     if isinstance(info, DictionaryAttr):
         data = info.data

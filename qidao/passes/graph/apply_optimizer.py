@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr, TensorTyp
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR, UPDATE_ATTR
 from qidao.dialects.tg.cost import FREE_OPS
 from qidao.dialects.tg.grad import Emit
 from qidao.dialects.tg.types import is_float
@@ -88,8 +89,8 @@ class ApplyOptimizerPass(ModulePass):
         block = fn.body.blocks[0]
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp), "a tg function ends in func.return"
-        inputs = _names(fn, "qd.input_names")
-        outputs = _names(fn, "qd.output_names")
+        inputs = _names(fn, INPUT_NAMES_ATTR)
+        outputs = _names(fn, OUTPUT_NAMES_ATTR)
         scalar_names = (
             ("lr", "damp")
             if self.optimizer == "sgd"
@@ -134,10 +135,10 @@ class ApplyOptimizerPass(ModulePass):
         fn.function_type = FunctionType.from_lists(
             [a.type for a in block.args], [v.type for v in ret.operands]
         )
-        fn.attributes["qd.input_names"] = ArrayAttr(
+        fn.attributes[INPUT_NAMES_ATTR] = ArrayAttr(
             [StringAttr(n) for n in [*inputs, *new_inputs]]
         )
-        fn.attributes["qd.output_names"] = ArrayAttr(
+        fn.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr(
             [StringAttr(n) for n in [*outputs, *state_names]]
         )
 
@@ -204,7 +205,7 @@ class _MarkingEmit(Emit):
 
     def op(self, op: Operation) -> SSAValue:
         if op.operands:  # a constant joins no epilogue on its own
-            op.attributes["qd.update"] = self.weight
+            op.attributes[UPDATE_ATTR] = self.weight
         return super().op(op)
 
 

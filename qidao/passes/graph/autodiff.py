@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR
 from qidao.dialects.tg.grad import Emit, GradientError, rule_for
 from qidao.dialects.tg.types import is_float, shape_of
 from qidao.errors import UnsupportedError
@@ -82,7 +83,7 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
     block = fn.body.blocks[0]
     args = list(block.args)
     inputs = _names(
-        fn, "qd.input_names", [a.name_hint or f"input{i}" for i, a in enumerate(args)]
+        fn, INPUT_NAMES_ATTR, [a.name_hint or f"input{i}" for i, a in enumerate(args)]
     )
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp), "a tg function ends in func.return"
@@ -169,10 +170,10 @@ def differentiate(fn: func.FuncOp, wrt: tuple[str, ...]) -> None:
     )
     outputs = _names(
         fn,
-        "qd.output_names",
+        OUTPUT_NAMES_ATTR,
         [f"output{i}" for i in range(len(ret.operands) - len(results))],
     )
-    fn.attributes["qd.output_names"] = ArrayAttr(
+    fn.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr(
         [StringAttr(n) for n in [*outputs, *(f"grad_{n}" for n in wrt)]]
     )
 

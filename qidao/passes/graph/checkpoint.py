@@ -60,6 +60,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import CHECKPOINT_ATTR, RECOMPUTE_ATTR
 from qidao.passes.graph._checkpoint_plan import (
     Chain,
     CheckpointError,
@@ -113,7 +114,7 @@ class CheckpointPass(ModulePass):
         recomputes = plan(chain, kept)
         for r in recomputes:
             _apply(chain, r)
-        fn.attributes["qd.checkpoint"] = DictionaryAttr(
+        fn.attributes[CHECKPOINT_ATTR] = DictionaryAttr(
             {
                 "segments": IntegerAttr(len(chain.segments), i64),
                 "kept": ArrayAttr([IntegerAttr(i, i64) for i in sorted(kept)]),
@@ -211,7 +212,7 @@ def _apply(chain: Chain, r: Recompute) -> None:
     mapping: dict[SSAValue, SSAValue] = {}
     for op in r.ops:
         clone: Operation = op.clone(value_mapper=mapping)
-        clone.attributes["qd.recompute"] = IntegerAttr(r.group, i64)
+        clone.attributes[RECOMPUTE_ATTR] = IntegerAttr(r.group, i64)
         chain.block.insert_op_before(clone, r.before)
         for old, new in zip(op.results, clone.results, strict=True):
             mapping[old] = new
@@ -223,7 +224,7 @@ def _apply(chain: Chain, r: Recompute) -> None:
             if (
                 top is None
                 or top in chain.forward
-                or "qd.recompute" in top.attributes
+                or RECOMPUTE_ATTR in top.attributes
                 or isinstance(top, func.ReturnOp)
             ):
                 continue

@@ -124,6 +124,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects import tg
+from qidao.dialects.attributes import UPDATE_ATTR
 from qidao.dialects.tg import ElementwiseOp, FusedOp, YieldOp
 from qidao.dialects.tg.types import element_of, shape_of
 
@@ -297,7 +298,7 @@ def _epilogue(anchor: Operation, block: Block) -> list[Operation]:
 def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
     return (
         _is_elementwise(op)
-        and "qd.update" not in op.attributes  # update-in-place needs its own kernel
+        and UPDATE_ATTR not in op.attributes  # update-in-place needs its own kernel
         and op.parent is anchor.parent
         and shape_of(op.results[0].type) == shape_of(anchor.results[0].type)
         and element_of(op.results[0].type) == element_of(anchor.results[0].type)

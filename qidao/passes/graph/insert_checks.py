@@ -67,17 +67,16 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects import tg
-from qidao.dialects.tg.base import tensor
-from qidao.dialects.tg.domain import (
+from qidao.dialects.attributes import (
+    CHECKS_ATTR,
     NONNEGATIVE_ATTR,
+    OUTPUT_NAMES_ATTR,
     SOURCE_ATTR,
-    has_runtime_domain,
 )
+from qidao.dialects.tg.base import tensor
+from qidao.dialects.tg.domain import has_runtime_domain
 from qidao.dialects.tg.types import dtype_name
 from qidao.errors import UnsupportedError
-
-CHECKS_ATTR = "qd.checks"
-"""The checks of a function, in the order of its extra results."""
 
 RESULTS_PER_KIND = {"index": ("max", "neg_min"), "divisor": ("zeros",)}
 """The extra results of each kind of check, by the name they get."""
@@ -128,9 +127,9 @@ def _check_function(fn: func.FuncOp) -> None:
         fn.function_type.inputs.data, [v.type for v in ret.operands]
     )
     fn.attributes[CHECKS_ATTR] = ArrayAttr(checks)
-    old = fn.attributes.get("qd.output_names")
+    old = fn.attributes.get(OUTPUT_NAMES_ATTR)
     if isinstance(old, ArrayAttr):
-        fn.attributes["qd.output_names"] = ArrayAttr(
+        fn.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr(
             [*old.data, *(StringAttr(n) for n in names)]
         )
 

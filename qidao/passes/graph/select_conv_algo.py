@@ -94,6 +94,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qidao.dialects import tg
+from qidao.dialects.attributes import ALGO_ATTR
 from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
 from qidao.dialects.tg.types import shape_of
@@ -103,8 +104,6 @@ ALGORITHMS = ("direct", "matmul", "im2col", "winograd")
 """Every algorithm, the default first."""
 MODES = ("auto", "benchmark", *ALGORITHMS)
 """What the ``algo`` option takes."""
-ALGO_ATTR = "qd.algo"
-"""The attribute naming a convolution's algorithm and why."""
 WINOGRAD_MIN_CHANNELS = 16
 """The rule's threshold for Winograd, on input and output channels."""
 WINOGRAD_MIN_TILES = 16

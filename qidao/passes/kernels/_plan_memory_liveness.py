@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, NoneAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from qidao.dialects import tg
+from qidao.dialects.attributes import KERNEL_ATTR
 
 ELEMENTWISE_OPS = frozenset(op.name for op in tg.ELEMENTWISE_OPS)
 """The tg ops whose kernels read every same-shaped input at the output's index."""
@@ -113,7 +114,7 @@ def call_counts(module: ModuleOp) -> dict[str, int]:
 
 
 def kernel_label(f: func.FuncOp | None) -> str | None:
-    label = None if f is None else f.attributes.get("qd.kernel")
+    label = None if f is None else f.attributes.get(KERNEL_ATTR)
     return label.data if isinstance(label, StringAttr) else None
 
 

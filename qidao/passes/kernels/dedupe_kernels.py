@@ -49,7 +49,7 @@ from xdsl.dialects.builtin import SymbolRefAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-KERNEL_ATTR = "qd.kernel"
+from qidao.dialects.attributes import KERNEL_ATTR
 
 
 def kernel_key(fn: func.FuncOp) -> Hashable | None:

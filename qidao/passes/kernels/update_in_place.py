@@ -44,6 +44,12 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import (
+    IN_PLACE_ATTR,
+    INPUT_NAMES_ATTR,
+    NUM_INPUTS_ATTR,
+    OUTPUT_NAMES_ATTR,
+)
 from qidao.passes.kernels._plan_memory_liveness import (
     Access,
     argument_access,
@@ -73,10 +79,10 @@ class UpdateInPlacePass(ModulePass):
         if host is None or kernel_label(host) is not None or not self.wrt:
             return
         inputs, outputs = (
-            _names(host, "qd.input_names"),
-            _names(host, "qd.output_names"),
+            _names(host, INPUT_NAMES_ATTR),
+            _names(host, OUTPUT_NAMES_ATTR),
         )
-        count = host.attributes.get("qd.num_inputs")
+        count = host.attributes.get(NUM_INPUTS_ATTR)
         if not isinstance(count, IntegerAttr) or len(host.body.blocks) != 1:
             return
         args = host.body.block.args
@@ -94,7 +100,7 @@ class UpdateInPlacePass(ModulePass):
             ):
                 pairs.append((j, i))
         if pairs:
-            host.attributes["qd.in_place"] = ArrayAttr(
+            host.attributes[IN_PLACE_ATTR] = ArrayAttr(
                 [
                     ArrayAttr([IntegerAttr(j, i64), IntegerAttr(i, i64)])
                     for j, i in pairs

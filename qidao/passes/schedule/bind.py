@@ -86,6 +86,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
+from qidao.dialects.attributes import BIND_ATTR, PARALLEL_ATTR
 from qidao.passes.schedule.loops.block import check_block_nest
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
@@ -95,14 +96,12 @@ from qidao.passes.schedule.loops.errors import (
 )
 from qidao.passes.schedule.loops.gpu import (
     AXES,
-    BIND_ATTR,
     BLOCK_AXES,
     GPU_AXES,
     MAX_BLOCK_DIM,
     MAX_GRID_DIM,
     MAX_THREADS_PER_BLOCK,
     THREAD_AXES,
-    THREADS_ATTR,
     accessed_memref,
     allocated_in,
     bound_axis,
@@ -120,7 +119,7 @@ from qidao.passes.schedule.loops.nest import (
     loop_name,
     root_buffer,
 )
-from qidao.passes.schedule.parallel import PARALLEL_ATTR, check_parallel, parallelize
+from qidao.passes.schedule.parallel import check_parallel, parallelize
 
 _ALLOCS = (memref.AllocOp, memref.AllocaOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, vector.StoreOp)
@@ -410,13 +409,11 @@ class BindPass(ModulePass):
 
 __all__ = [
     "AXES",
-    "BIND_ATTR",
     "BLOCK_AXES",
     "GPU_AXES",
     "MAX_BLOCK_DIM",
     "MAX_GRID_DIM",
     "MAX_THREADS_PER_BLOCK",
-    "THREADS_ATTR",
     "THREAD_AXES",
     "AxisAlreadyBoundError",
     "BindNestingError",

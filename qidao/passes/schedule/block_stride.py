@@ -75,13 +75,8 @@ from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from qidao.passes.schedule.bind import (
-    BIND_ATTR,
-    THREADS_ATTR,
-    bound_axis,
-    check_gpu_nest,
-    top_level_nest,
-)
+from qidao.dialects.attributes import BIND_ATTR, PARALLEL_ATTR, THREADS_ATTR
+from qidao.passes.schedule.bind import bound_axis, check_gpu_nest, top_level_nest
 from qidao.passes.schedule.loops.block import threads_problem
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
@@ -89,7 +84,6 @@ from qidao.passes.schedule.loops.errors import (
     ScheduleError,
 )
 from qidao.passes.schedule.loops.nest import find_loop, loop_name, parse_loop_list
-from qidao.passes.schedule.parallel import PARALLEL_ATTR
 
 
 def block_stride(module: ModuleOp, kernel: str, threads: int, loops: list[str]) -> None:

@@ -65,6 +65,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import DOUBLE_BUFFER_ATTR
 from qidao.passes.schedule.bind import bound_axis
 from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.nest import (
@@ -77,9 +78,6 @@ from qidao.passes.schedule.loops.nest import (
     root_buffer,
     step_of,
 )
-
-DOUBLE_BUFFER_ATTR = "qd.double_buffer"
-"""The mark: a unit attribute on the loop."""
 
 WRITES = ("affine.store", "memref.store", "vector.store", "affine.vector_store")
 """The ops that write their memref operand (a copy's source must have none)."""
@@ -269,7 +267,6 @@ class DoubleBufferPass(ModulePass):
 
 
 __all__ = [
-    "DOUBLE_BUFFER_ATTR",
     "DoubleBufferPass",
     "StagedCopy",
     "double_buffer_loop",

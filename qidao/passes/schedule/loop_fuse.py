@@ -48,9 +48,9 @@ from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from qidao.dialects.attributes import LOOP_ATTR
 from qidao.passes.schedule.loops.errors import NotPerfectlyNestedError
 from qidao.passes.schedule.loops.nest import (
-    LOOP_ATTR,
     check_new_names,
     constant_map,
     find_loop,

@@ -98,6 +98,7 @@ from xdsl.ir.affine import (
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
+from qidao.dialects.attributes import PARALLEL_ATTR
 from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.nest import (
     MEMREF_VIEWS,
@@ -107,9 +108,6 @@ from qidao.passes.schedule.loops.nest import (
     root_buffer,
     step_of,
 )
-
-PARALLEL_ATTR = "qd.parallel"
-"""The unit attribute that marks a loop whose iterations may run on threads."""
 
 _ALLOCS = (memref.AllocOp, memref.AllocaOp)
 _STRUCTURE = (
@@ -578,4 +576,4 @@ class ParallelPass(ModulePass):
         parallelize(op, self.kernel, self.loop)
 
 
-__all__ = ["PARALLEL_ATTR", "ParallelPass", "check_parallel", "parallelize"]
+__all__ = ["ParallelPass", "check_parallel", "parallelize"]

@@ -157,6 +157,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import TENSORIZE_ATTR
 from qidao.passes.schedule.bind import (
     bound_axis,
     check_gpu_nest,
@@ -181,8 +182,6 @@ from qidao.passes.schedule.loops.nest import (
 )
 
 PRIMITIVE = "tensorize"
-TENSORIZE_ATTR = "qd.tensorize"
-"""The string attribute that marks a tensorized tile's head with its intrinsic."""
 WARP = 32
 """The lanes of a warp: the threads of ``threadIdx.x`` that run one tile."""
 LDM_FLOATS = 4
@@ -733,7 +732,6 @@ class TensorizePass(ModulePass):
 
 __all__ = [
     "INTRINSICS",
-    "TENSORIZE_ATTR",
     "WARP",
     "Intrinsic",
     "NotMatmulTileError",

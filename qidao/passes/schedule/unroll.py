@@ -67,13 +67,12 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from qidao.dialects.attributes import LOOP_ATTR, ROLLED_ATTR
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
 )
 from qidao.passes.schedule.loops.nest import (
-    LOOP_ATTR,
-    ROLLED_ATTR,
     body_ops,
     check_new_names,
     constant_map,

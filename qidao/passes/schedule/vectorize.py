@@ -165,13 +165,13 @@ from xdsl.ir.affine import (
 )
 from xdsl.passes import ModulePass
 
+from qidao.dialects.attributes import LOOP_ATTR
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
 )
 from qidao.passes.schedule.loops.linear import coefficient
 from qidao.passes.schedule.loops.nest import (
-    LOOP_ATTR,
     access_indices,
     check_new_names,
     find_loop,

@@ -215,7 +215,8 @@ TRANSPOSE_N = 2048
 
 def _transpose_graph() -> Graph:
     """y = x transposed, as a row-major copy: one kernel whose loads walk down the
-    columns of x (``tile`` blocks it for the cache; see docs/tutorial.md)."""
+    columns of x (``tile`` blocks it for the cache; see
+    docs/tutorial/04-a-schedule-primitive.md)."""
     g = Graph("main")
     x = g.input("x", (TRANSPOSE_N, TRANSPOSE_N))
     g.output(g.contiguous(g.transpose(x, (1, 0))))

@@ -147,7 +147,7 @@ def test_reflect_by_the_axis_size_or_more_is_refused_like_onnx_runtime(
 @pytest.mark.parametrize("checks", [False, True])
 def test_reflect_pads_given_at_run_time_are_refused_by_the_call(checks: bool) -> None:
     """The reproducer of F24: the pads are a graph input, bound at the call
-    (``qidao.compiler.specialize``); a pad of the axis size raises at that call,
+    (``qidao.frontend.onnx.specialize``); a pad of the axis size raises at that call,
     with or without checks, and pads in range still run (as ONNX Runtime)."""
     node = helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect", name="pad")
     graph = helper.make_graph(

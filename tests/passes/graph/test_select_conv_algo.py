@@ -217,6 +217,7 @@ FAKE_TIMES_US = {"direct": 3.0, "im2col": 2.0, "winograd": 1.0}
 the damaged line."""
 
 
+@pytest.mark.slow  # each case measures the algorithms again
 @pytest.mark.parametrize(
     "damage",
     [

@@ -265,7 +265,7 @@ def test_compile_with_a_parallel_schedule(threads: int) -> None:
 
 
 def test_parallel_outer_loop_of_a_vectorized_matmul() -> None:
-    """The README's schedule: vector loads/stores inside a parallel loop are checked
+    """The schedule of docs/schedules.md: vector loads/stores inside a parallel loop are checked
     (each covers W elements of the last dimension) and the result is right."""
     g = Graph("main")
     x = g.input("x", (64, 32))

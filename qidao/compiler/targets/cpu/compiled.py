@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from qidao.compiler.checks import Checks
 from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.host import entry_function, kernel_labels
-from qidao.passes.cpu.instrument_kernels import KERNELS_ATTR
+from qidao.dialects.attributes import PROFILE_KERNELS_ATTR
 from qidao.runtime.cpu import JitModule
 from qidao.runtime.executor import NativeFunction, TensorSpec
 from qidao.runtime.profile import (
@@ -104,7 +104,7 @@ class Compiled(CompiledProgram):
                 "qidao.compile(model, profile=True) times its kernels"
             )
         host = entry_function(scf)
-        names = host.attributes.get(KERNELS_ATTR)
+        names = host.attributes.get(PROFILE_KERNELS_ATTR)
         if names is None:
             raise ValueError(
                 "this model was compiled without profile=True: "

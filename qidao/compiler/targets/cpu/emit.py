@@ -25,8 +25,8 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, i1
 
 from qidao.compiler.host import ENTRY
+from qidao.dialects.attributes import ROLLED_ATTR
 from qidao.passes.cpu.llvm.memref import ALIGNMENT
-from qidao.passes.schedule.loops.nest import ROLLED_ATTR
 
 INLINE_BYTES = 1024
 """Globals up to this size are printed as LLVM constants; larger ones are weights."""

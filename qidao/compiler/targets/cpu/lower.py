@@ -42,14 +42,13 @@ from xdsl.ir import Region
 from qidao.compiler.options import Settings
 from qidao.compiler.pipeline import Stage, run_stages
 from qidao.compiler.targets.cpu.emit import INLINE_BYTES, aligned_bytes, emit_program
+from qidao.dialects.attributes import KERNEL_ATTR
 from qidao.runtime.cpu import compile_object
 
 PARALLEL_MIN_KERNELS = 8
 """Fewer kernels than this lower in this process (a fork costs more than it saves)."""
 
 JOBS_ENV = "QIDAO_COMPILE_JOBS"
-
-KERNEL_ATTR = "qd.kernel"
 
 
 def compile_jobs() -> int:

@@ -260,7 +260,7 @@ takes vectors t and t + 256 of its block, each warp load contiguous) cannot be
 scheduled yet: ``reorder`` refuses a band with vector ops and cannot prove the
 split index ``((b * 2 + u) * 256 + t) * 4 + v`` injective; two adjacent vectors a
 thread would use half of each 32-byte sector per warp load. Not measured here
-(no GPU): the issue's target is 85% of the device-to-device copy at 2^26 floats,
+(no GPU): the target is 85% of the device-to-device copy at 2^26 floats,
 which the GPU check measures."""
 
 

@@ -52,7 +52,7 @@ copies round them to half. Either way the result differs from fp32's by about
 2^-11 of the magnitude of the products (``test_tensorize.py`` compares with
 NumPy on inputs rounded the same way).
 
-Not measured here (no GPU): the issue's target is 0.7x cuBLAS in the same
+Not measured here (no GPU): the target is 0.7x cuBLAS in the same
 precision at 4096.
 """
 

@@ -15,13 +15,13 @@ from xdsl.dialects import cf, func, llvm
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
 from xdsl.ir import Attribute, Block, Operation, Region
 
+from qidao.dialects.attributes import ROLLED_ATTR
 from qidao.passes.cpu.llvm.lowering import (
     FunctionLowering,
     Handler,
     LoweringError,
     convert_type,
 )
-from qidao.passes.schedule.loops.nest import ROLLED_ATTR
 
 
 def _call(op: Operation, fl: FunctionLowering) -> None:

@@ -43,6 +43,7 @@ from xdsl.ir.affine.affine_set import (
     AffineSet,
 )
 
+from qidao.dialects.attributes import KERNEL_ATTR, LOOP_ATTR
 from qidao.dialects.tg.layout import contiguous_strides
 from qidao.dialects.tg.types import storage_type
 from qidao.errors import UnsupportedError
@@ -283,7 +284,7 @@ class Emitter:
         types = [v.type for v in inits]
         body = Block(arg_types=[IndexType(), *types])
         loop = affine.ForOp.from_region([], [], inits, types, 0, upper, Region(body))
-        loop.attributes["qd.loop"] = StringAttr(name)
+        loop.attributes[LOOP_ATTR] = StringAttr(name)
         body.args[0].name_hint = name
         return self.add(loop)
 
@@ -488,7 +489,7 @@ def new_kernel(
         "private",
         arg_attrs=ArrayAttr([noalias] * len(types)),
     )
-    kernel.attributes["qd.kernel"] = StringAttr(label)
+    kernel.attributes[KERNEL_ATTR] = StringAttr(label)
     n = len(inputs)
     return Kernel(kernel, list(block.args[:n]), list(block.args[n:]), Emitter(block))
 

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from qidao.dialects import tg
+from qidao.dialects.attributes import NUM_INPUTS_ATTR
 from qidao.dialects.tg.types import (
     dtype_name,
     is_row_major,
@@ -188,7 +189,7 @@ class GraphLowering:
         )
         for key, attr in graph.attributes.items():
             host.attributes[key] = attr
-        host.attributes["qd.num_inputs"] = IntegerAttr(len(in_types), i64)
+        host.attributes[NUM_INPUTS_ATTR] = IntegerAttr(len(in_types), i64)
         self.module.body.block.insert_op_before(host, graph)
         graph.detach()
         graph.erase(drop_references=True)
@@ -206,6 +207,12 @@ class GraphLowering:
             raise TgLoweringError(
                 f"convert-tg-to-affine: {op.label} in @{self.name} is a custom op; "
                 "the expand-custom pass replaces it by its body before lowering"
+            )
+        elif op.name.startswith("tg."):
+            raise TgLoweringError(
+                f"convert-tg-to-affine: cannot lower '{op.name}' in @{self.name}: "
+                "no kernel builder is registered for it (BUILDERS in "
+                "qidao/passes/kernels/lowering/host.py)"
             )
         else:
             raise TgLoweringError(

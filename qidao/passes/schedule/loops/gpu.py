@@ -11,13 +11,8 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineConstantExpr
 
+from qidao.dialects.attributes import BIND_ATTR, THREADS_ATTR
 from qidao.passes.schedule.loops.nest import constant_of, root_buffer, step_of
-
-BIND_ATTR = "qd.bind"
-"""The string attribute naming the GPU axis a loop is bound to."""
-THREADS_ATTR = "qd.threads"
-"""The integer attribute of a block-stride loop (``block_stride``): the number of
-``threadIdx.x`` threads that deal out its iterations."""
 
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -107,13 +102,11 @@ def allocated_in(value: SSAValue, scope: Operation) -> bool:
 
 __all__ = [
     "AXES",
-    "BIND_ATTR",
     "BLOCK_AXES",
     "GPU_AXES",
     "MAX_BLOCK_DIM",
     "MAX_GRID_DIM",
     "MAX_THREADS_PER_BLOCK",
-    "THREADS_ATTR",
     "THREAD_AXES",
     "accessed_memref",
     "allocated_in",

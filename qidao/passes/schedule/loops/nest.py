@@ -35,18 +35,13 @@ from xdsl.ir.affine import (
 )
 from xdsl.rewriter import Rewriter
 
+from qidao.dialects.attributes import KERNEL_ATTR, LOOP_ATTR
 from qidao.passes.schedule.loops.errors import (
     DuplicateLoopNameError,
     KernelNotFoundError,
     LoopNotFoundError,
     NonConstantBoundsError,
 )
-
-LOOP_ATTR = "qd.loop"
-ROLLED_ATTR = "qd.rolled"
-"""A unit attribute on a loop that must stay rolled (``unroll`` by 1): it travels
-down to the loop's back edge, where LLVM reads ``llvm.loop.unroll.disable``."""
-KERNEL_ATTR = "qd.kernel"
 
 # --- finding kernels and loops --------------------------------------------------
 

@@ -54,7 +54,13 @@ from qidao.compiler.targets.cuda.emit.launches import KernelLaunch, emit_kernel
 from qidao.compiler.targets.cuda.emit.pipeline import pipeline_preamble
 from qidao.compiler.targets.cuda.emit.preamble import PREAMBLE
 from qidao.compiler.targets.cuda.emit.wmma import wmma_preamble
-from qidao.passes.schedule.loops.nest import KERNEL_ATTR, MEMREF_VIEWS
+from qidao.dialects.attributes import (
+    INPUT_NAMES_ATTR,
+    KERNEL_ATTR,
+    NUM_INPUTS_ATTR,
+    OUTPUT_NAMES_ATTR,
+)
+from qidao.passes.schedule.loops.nest import MEMREF_VIEWS
 from qidao.runtime.cuda import BufferSpec, CudaProgram, Launch
 from qidao.runtime.executor import TensorSpec
 
@@ -157,16 +163,16 @@ def _arguments(
 ) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """The inputs and outputs of ``@main``, each added to ``plan`` as a buffer."""
     args = list(main.body.block.args)
-    num_inputs_attr = main.attributes.get("qd.num_inputs")
+    num_inputs_attr = main.attributes.get(NUM_INPUTS_ATTR)
     num_inputs = (
         num_inputs_attr.value.data
         if isinstance(num_inputs_attr, IntegerAttr)
         else len(args) - len(main.function_type.outputs.data)
     )
-    in_names = _string_list(main, "qd.input_names") or [
+    in_names = _string_list(main, INPUT_NAMES_ATTR) or [
         a.name_hint or f"input{i}" for i, a in enumerate(args[:num_inputs])
     ]
-    out_names = _string_list(main, "qd.output_names") or [
+    out_names = _string_list(main, OUTPUT_NAMES_ATTR) or [
         f"output{j}" for j in range(len(args) - num_inputs)
     ]
     inputs: list[TensorSpec] = []
