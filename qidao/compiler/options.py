@@ -19,6 +19,7 @@ from qidao.compiler.pipeline import (
     SCHEDULE_STAGE,
     check_disable,
     check_mode,
+    not_in_pipeline,
     pass_names,
 )
 from qidao.compiler.print_ir import PrintIR
@@ -116,6 +117,10 @@ def check_settings(
     merged["disable"] = sorted(check_disable(merged["disable"], target)) or None
     print_ir = merged["debug"] if isinstance(merged["debug"], PrintIR) else None
     if print_ir is not None:
+        for name in print_ir.passes:
+            missing = not_in_pipeline(name, target)
+            if missing is not None:
+                raise ValueError(missing)
         print_ir.check((*pass_names(target), SCHEDULE_STAGE), f"target {target!r}")
     return Settings(
         target=target,

@@ -19,6 +19,7 @@ from the last IR stage (``qidao.compiler.targets``), not by passes.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -334,14 +335,39 @@ def check_disable(names: object, target: str = "cpu") -> tuple[str, ...]:
     for name in names:
         step = steps.get(name)
         if step is None:
+            close = difflib.get_close_matches(name, list(steps), n=3)
             raise ValueError(
-                f"disable names unknown pass {name!r}; the passes of target "
-                f"{target!r} are: {', '.join(steps)}"
+                not_in_pipeline(name, target)
+                or f"disable names unknown pass {name!r}; "
+                + (
+                    f"did you mean {' or '.join(map(repr, close))}?"
+                    if close
+                    else f"the passes of target {target!r} are: {', '.join(steps)}"
+                )
             )
         for same in (s for stage in PIPELINES[target] for s in stage.steps):
             if same.name == name and not same.optional:
                 raise ValueError(f"disable={[name]!r}: {_why_needed(same)}")
     return tuple(dict.fromkeys(names))
+
+
+def not_in_pipeline(name: str, target: str = "cpu") -> str | None:
+    """What to do about ``name`` when it is a registered pass that ``target``'s
+    pipeline does not run (a pass just written, say); None otherwise."""
+    if name not in pass_modules() or name in pass_names(target):
+        return None
+    if pass_modules()[name].startswith("qidao.passes.schedule."):
+        return (
+            f"{name!r} is a schedule primitive: it runs inside the schedule "
+            "(schedule=, records= or the default), which the pass flags name "
+            "'schedule'"
+        )
+    return (
+        f"pass {name!r} is registered ({pass_modules()[name]}) but the {target} "
+        "pipeline does not run it: add a Step for it to a stage in "
+        "qidao/compiler/pipeline.py (docs/tutorial/03-into-the-pipeline.md), or run "
+        f"it alone with qidao-opt -p {name}"
+    )
 
 
 def optional_passes(target: str = "cpu") -> tuple[str, ...]:

@@ -152,7 +152,10 @@ def test_a_needed_pass_is_refused_saying_why(name: str, why: str) -> None:
 @pytest.mark.parametrize(
     ("value", "error", "message"),
     [
-        (["fusion"], ValueError, "disable names unknown pass 'fusion'; the passes"),
+        (["fusion"], ValueError, "disable names unknown pass 'fusion'; did you mean"),
+        (["xyzzy"], ValueError, "disable names unknown pass 'xyzzy'; the passes of"),
+        (["widen-floats"], ValueError, "pass 'widen-floats' is registered"),
+        (["split"], ValueError, "'split' is a schedule primitive"),
         ([1], TypeError, "disable must be a list of pass names, got [1]"),
         ({"fuse": True}, TypeError, "disable must be a list of pass names"),
     ],
@@ -172,6 +175,21 @@ def test_the_needed_and_optional_passes_cover_the_pipeline() -> None:
 
 
 # --- debug=PrintIR(...) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("widen-floats", "add a Step for it to a stage in qidao/compiler/pipeline.py"),
+        ("split", "'split' is a schedule primitive"),
+    ],
+)
+def test_print_ir_says_how_to_reach_a_pass_the_pipeline_does_not_run(
+    name: str, message: str
+) -> None:
+    """A pass just written is registered but not run: the error says what to do."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        qidao.compile(sink(), debug=qidao.PrintIR(after=[name]))
 
 
 def test_after_change_prints_exactly_the_passes_whose_ir_changed() -> None:

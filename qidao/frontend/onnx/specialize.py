@@ -80,6 +80,7 @@ class Program(Protocol):
 
     def __call__(self, *arrays: Any) -> list[np.ndarray[Any, Any]]: ...
 
+
 MAX_ENTRIES = 8
 """Compiled specializations kept per model; the least recently used one goes first."""
 

@@ -34,7 +34,7 @@
 // NOFUSE:     func.func private @main_k2_relu
 
 // NEEDED: qidao compile: error: disable=['lower-affine']: 'lower-affine' cannot be skipped: LLVM has no affine loops
-// UNKNOWN: qidao compile: error: disable names unknown pass 'fusion'; the passes of target 'cpu' are: autodiff,
+// UNKNOWN: qidao compile: error: disable names unknown pass 'fusion'; did you mean 'fuse'?
 // UNKNOWN-PRINT: qidao compile: error: print-ir names unknown pass 'fusion'; did you mean 'fuse'?
 
 func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %b: tensor<4xf32>) -> tensor<8x4xf32> {
