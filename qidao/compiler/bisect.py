@@ -433,7 +433,18 @@ def _kernels(
             break
     if bad is None:
         if wrong is not None:
-            _buffers(source, arrays, expected, names, settings, opts, report, wrong)
+            tolerance = (rtol, atol)
+            _buffers(
+                source,
+                arrays,
+                expected,
+                names,
+                settings,
+                opts,
+                report,
+                wrong,
+                tolerance,
+            )
         return
     k, found = bad
     at = ops[k][1]
@@ -612,6 +623,7 @@ def _buffers(
     opts: Mapping[str, Any],
     report: BisectReport,
     wrong: Mismatch,
+    tolerance: tuple[float, float],
 ) -> None:
     """Step 4: which buffer-sharing pass, switched off, makes the outputs right."""
     for pass_name in BUFFER_PASSES:
@@ -623,7 +635,7 @@ def _buffers(
             **{**opts, "disable": disable},
         )
         fixed = (
-            _first_mismatch(names, _run(compiled, arrays), expected, RTOL, ATOL) is None
+            _first_mismatch(names, _run(compiled, arrays), expected, *tolerance) is None
         )
         report.steps.append(
             (f"without {pass_name}", "outputs right" if fixed else "still differs")
