@@ -14,10 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from xdsl.ir import Operation
+
 from qidao.compiler.schedule import Schedule, ScheduleError
+from qidao.dialects.tg import TG
+from qidao.dialects.tg.base import TgOp
+from qidao.dialects.tg.reduce import ReduceOp
 from qidao.passes.schedule.loops.nest import kernel_functions, replace_kernel
 
-__all__ = ["NotApplicable", "attempt", "kind_of"]
+__all__ = ["NotApplicable", "attempt", "is_lone_reduction", "kind_of"]
 
 
 class NotApplicable(Exception):
@@ -26,23 +31,31 @@ class NotApplicable(Exception):
 
 def kind_of(ops: str) -> str:
     """The kind of a kernel computing ``ops`` (its ``qd.kernel``, e.g.
-    ``"tg.matmul+tg.add+tg.relu"``): matmul, conv2d, rows, pool, elementwise or
-    other."""
-    first = ops.split("+")[0]
-    if first == "tg.matmul":
-        return "matmul"
-    if first == "tg.conv2d":
-        return "conv2d"
-    if any(
-        op in ops
-        for op in ("tg.softmax", "tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max")
-    ):
+    ``"tg.matmul+tg.add+tg.relu"``), from the ops' declared ``KERNEL_KIND``:
+    matmul, conv2d, pool or other when the first op says so, rows when any op is a
+    row reduction, else elementwise (also for a label of no tg op: ``copy``)."""
+    kinds = [_kind(name) for name in ops.split("+")]
+    if kinds[0] in ("matmul", "conv2d"):
+        return kinds[0]
+    if "rows" in kinds:
         return "rows"
-    if first in ("tg.max_pool2d", "tg.avg_pool2d"):
-        return "pool"
-    if first == "tg.constant":
-        return "other"
+    if kinds[0] in ("pool", "other"):
+        return kinds[0]
     return "elementwise"
+
+
+def is_lone_reduction(ops: str) -> bool:
+    """Whether a kernel's ``qd.kernel`` is one ``tg.reduce_*`` op alone."""
+    op = _OPS.get(ops)
+    return op is not None and issubclass(op, ReduceOp)
+
+
+_OPS: dict[str, type[Operation]] = {op.name: op for op in TG.operations}
+
+
+def _kind(name: str) -> str:
+    op = _OPS.get(name)
+    return op.KERNEL_KIND if op is not None and issubclass(op, TgOp) else "elementwise"
 
 
 def attempt(

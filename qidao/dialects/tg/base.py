@@ -8,6 +8,7 @@ never spells a result type and a hand-written ``.mlir`` file can never lie about
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, f16, i64
 from xdsl.ir import Attribute, SSAValue
@@ -25,6 +26,13 @@ from qidao.dialects.tg.types import (
 
 class TgOp(IRDLOperation):
     """Base of every tg op: operands and results are verified tg tensors."""
+
+    KERNEL_KIND: ClassVar[str] = "elementwise"
+    """The kind of kernel the op makes, which picks its default schedule
+    (``qidao.compiler.defaults.kind_of``): ``matmul``, ``conv2d``, ``pool`` and
+    ``other`` (nothing to schedule) when the op leads its kernel, ``rows`` (a
+    reduction along the last axis: any such op makes a fused kernel ``rows``), else
+    ``elementwise``."""
 
     def verify_tensors(self) -> None:
         for i, operand in enumerate(self.operands):

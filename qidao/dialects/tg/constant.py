@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType
 from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def
@@ -22,6 +24,8 @@ class ConstantOp(TgOp):
     %w = tg.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
     ```
     """
+
+    KERNEL_KIND: ClassVar[str] = "other"
 
     name = "tg.constant"
     value = prop_def(DenseIntOrFPElementsAttr)

@@ -9,6 +9,7 @@ layout), ``layout = "NHWC"`` means channels last. :func:`layout_of` reads it; th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -74,6 +75,8 @@ class MatmulOp(TgOp):
     %y = tg.matmul %x, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
     ```
     """
+
+    KERNEL_KIND: ClassVar[str] = "matmul"
 
     name = "tg.matmul"
     lhs = operand_def(TensorType)
@@ -146,6 +149,8 @@ class Conv2dOp(TgOp):
     %z = tg.conv2d %xt, %wt strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x8x8x4xf32>
     ```
     """
+
+    KERNEL_KIND: ClassVar[str] = "conv2d"
 
     name = "tg.conv2d"
     input = operand_def(TensorType)

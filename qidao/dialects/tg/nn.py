@@ -12,6 +12,7 @@ the channels last.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -62,6 +63,8 @@ class SoftmaxOp(TgOp):
     ```
     """
 
+    KERNEL_KIND: ClassVar[str] = "rows"
+
     name = "tg.softmax"
     input = operand_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
@@ -97,6 +100,8 @@ class SoftmaxOp(TgOp):
 class Pool2dOp(TgOp):
     """A window reduction over ``[N, C, H, W]`` (NCHW, the default) or
     ``[N, H, W, C]`` (``layout = "NHWC"``) input; the result has the same layout."""
+
+    KERNEL_KIND: ClassVar[str] = "pool"
 
     input = operand_def(TensorType)
     kernel = prop_def(DenseArrayBase.constr(I64))

@@ -7,6 +7,7 @@ each reduced dimension with size 1, as in NumPy's ``keepdims=True``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType, UnitAttr
 from xdsl.ir import Attribute, SSAValue
@@ -26,6 +27,8 @@ from qidao.dialects.tg.types import fmt_shape, tensor_type
 
 
 class ReduceOp(TgOp):
+    KERNEL_KIND: ClassVar[str] = "rows"
+
     input = operand_def(TensorType)
     axes = prop_def(DenseArrayBase.constr(I64))
     keepdims = opt_prop_def(UnitAttr)

@@ -88,7 +88,7 @@ from collections.abc import Callable
 
 from xdsl.dialects import affine
 
-from qidao.compiler.defaults import NotApplicable, attempt
+from qidao.compiler.defaults import NotApplicable, attempt, is_lone_reduction
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cuda.loop_reading import (
     band,
@@ -405,15 +405,12 @@ def _tested(s: Schedule, kernel: str, name: str) -> bool:
     )
 
 
-REDUCE_OPS = ("tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max")
-
-
 def is_reduce_kernel(s: Schedule, kernel: str) -> bool:
     """True for a reduction that keeps its last axis inside the reduction loops: a
     lone ``tg.reduce_*`` whose loops carry no ``iter_args`` (a row reduction over
     the last axis carries its accumulator in them) and one of whose nests has a
     parallel innermost loop inside a loop that is not."""
-    if s.kernels()[kernel] not in REDUCE_OPS:
+    if not is_lone_reduction(s.kernels()[kernel]):
         return False
     fn = kernel_functions(s.module)[kernel]
     if any(isinstance(op, affine.ForOp) and op.inits for op in fn.walk()):

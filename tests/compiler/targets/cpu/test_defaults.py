@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.defaults import kind_of
+from qidao.compiler.defaults import is_lone_reduction, kind_of
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
 from qidao.compiler.targets.cpu import defaults
 from qidao.compiler.targets.cpu.defaults.matmul import PACK_MIN_ROWS
+from qidao.dialects.tg import TG
 from qidao.frontend.builder import Graph
 
 
@@ -50,6 +51,38 @@ def matmul_graph(m: int, k: int, n: int, epilogue: bool = False) -> Graph:
 )
 def test_kind_of(ops: str, kind: str) -> None:
     assert kind_of(ops) == kind
+
+
+def _kind_by_names(ops: str) -> str:
+    """The rule as it was written before the ops declared their kind (names
+    matched in the label): the facts on the ops must give the same answers."""
+    first = ops.split("+")[0]
+    if first in ("tg.matmul", "tg.conv2d"):
+        return first.removeprefix("tg.")
+    rows = ("tg.softmax", "tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max")
+    if any(op in ops.split("+") for op in rows):
+        return "rows"
+    if first in ("tg.max_pool2d", "tg.avg_pool2d"):
+        return "pool"
+    return "other" if first == "tg.constant" else "elementwise"
+
+
+def test_the_ops_declared_kinds_give_the_named_rule() -> None:
+    """Every tg op alone, after an add, and before a reduce_sum; and the labels
+    of no tg op."""
+    names = [op.name for op in TG.operations]
+    labels = [
+        *names,
+        *(f"tg.add+{n}" for n in names),
+        *(f"{n}+tg.reduce_sum" for n in names),
+        "copy",
+        "tg.fused",
+    ]
+    for label in labels:
+        assert kind_of(label) == _kind_by_names(label), label
+    lone = [n for n in names if is_lone_reduction(n)]
+    assert sorted(lone) == ["tg.reduce_max", "tg.reduce_mean", "tg.reduce_sum"]
+    assert not is_lone_reduction("tg.reduce_sum+tg.mul")
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -75,7 +75,7 @@ import math
 
 from xdsl.dialects.builtin import AnyFloat, MemRefType
 
-from qidao.compiler.defaults import NotApplicable
+from qidao.compiler.defaults import NotApplicable, is_lone_reduction
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cpu.defaults.loops import (
     PARALLEL_MIN_ELEMENTS,
@@ -86,7 +86,6 @@ from qidao.passes.schedule.loops.nest import kernel_functions, kernel_loops
 
 __all__ = ["is_reduce_kernel", "schedule_reduce"]
 
-REDUCE_OPS = ("tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max")
 REGISTER_BITS = 512
 """One AVX-512 register: 16 float32 lanes, 8 float64."""
 MAX_VECTORS = 16
@@ -97,7 +96,7 @@ def is_reduce_kernel(s: Schedule, kernel: str) -> bool:
     """True for a lone reduction lowered with its last axis innermost: its
     accumulator is the output (no loop carries ``iter_args``), where a row
     reduction carries it in ``iter_args``."""
-    if s.kernels()[kernel] not in REDUCE_OPS:
+    if not is_lone_reduction(s.kernels()[kernel]):
         return False
     loops = kernel_loops(kernel_functions(s.module)[kernel])
     return bool(loops) and not any(loop.inits for loop in loops)
