@@ -229,3 +229,13 @@ def _version() -> str:
         return version("qidao")
     except PackageNotFoundError:
         return "unknown"
+
+
+def format_seconds(seconds: float | None, micro: str = "\u00b5s") -> str:
+    """``1.23 ms`` or ``45.60 µs`` (``micro``: the unit's spelling), ``-`` for
+    no time: the page and the text summary print times alike."""
+    if seconds is None:
+        return "-"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} {micro}"

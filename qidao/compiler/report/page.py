@@ -26,7 +26,7 @@ import re
 
 from qidao.compiler.pipeline import Stage
 from qidao.compiler.print_ir import PassIR, SkippedPass
-from qidao.compiler.report.collect import Explanation
+from qidao.compiler.report.collect import Explanation, format_seconds
 from qidao.compiler.report.graph import graph_svg, group_colour
 
 IR_BUDGET = 8_000_000
@@ -135,7 +135,7 @@ def _summary(x: Explanation) -> str:
             _card(
                 "call_us",
                 f"one call (median of {x.runs})",
-                _us(x.profile.total_us * 1e-6),
+                format_seconds(x.profile.total_us * 1e-6),
                 f"{x.profile.total_us!r}",
             )
         )
@@ -214,7 +214,7 @@ def _kernels(x: Explanation) -> str:
             f'<td class="ops"><code>{_ops(k.ops)}</code></td>'
             f'<td class="num" data-value="{k.launches}">{k.launches}</td>'
             f'<td class="num" data-value="{k.bytes}">{_bytes(k.bytes)}</td>'
-            f'<td class="num" data-value="{k.seconds!r}">{_us(k.seconds)}</td>'
+            f'<td class="num" data-value="{k.seconds!r}">{format_seconds(k.seconds)}</td>'
             f'<td class="num" data-value="{k.flops}">{_rate(k.gflops)}</td>'
             f'<td class="num">{_rate(k.gbytes)}</td>'
             f"<td>{schedule}</td><td>{e(k.default) or '-'}</td></tr>"
@@ -225,7 +225,7 @@ def _kernels(x: Explanation) -> str:
         f'<tr class="total"><td></td><td>all kernels</td><td></td>'
         f'<td class="num" data-value="{launches}">{launches}</td>'
         f'<td class="num">{_bytes(sum(k.bytes for k in x.kernels))}</td>'
-        f'<td class="num">{_us(sum(timed)) if timed else "-"}</td>'
+        f'<td class="num">{format_seconds(sum(timed)) if timed else "-"}</td>'
         "<td></td><td></td><td></td><td></td></tr>"
     )
     timing = (
@@ -530,14 +530,6 @@ def _plain(text: str) -> str:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
-
-
-def _us(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.2f} \u00b5s"
 
 
 def _rate(value: float | None) -> str:

@@ -3,7 +3,7 @@ time per stage, as text."""
 
 from __future__ import annotations
 
-from qidao.compiler.report.collect import Explanation
+from qidao.compiler.report.collect import Explanation, format_seconds
 
 
 def summary_text(x: Explanation) -> str:
@@ -19,14 +19,14 @@ def summary_text(x: Explanation) -> str:
     ]
     for k in x.kernels:
         lines.append(
-            f"{k.kernel:<28} {k.launches:>8} {k.bytes:>12,} {_time(k.seconds):>11} "
+            f"{k.kernel:<28} {k.launches:>8} {k.bytes:>12,} {format_seconds(k.seconds, 'us'):>11} "
             f"{_rate(k.gflops):>8} {_rate(k.gbytes):>7}  {k.ops}"
         )
         if k.default:
             lines.append(f"{'':<4}default schedule: {k.default}")
     if x.profile is not None:
         lines.append(
-            f"one call: {_time(x.profile.total_us * 1e-6)} (median of {x.runs})"
+            f"one call: {format_seconds(x.profile.total_us * 1e-6, 'us')} (median of {x.runs})"
         )
     seconds = s.get("compile_seconds", {})
     lines += ["", "compile time per stage (ms):"]
@@ -35,14 +35,6 @@ def summary_text(x: Explanation) -> str:
     changed = [f"{p.stage}/{p.name}" for p in x.log.passes if p.changed]
     lines += ["", f"passes that changed the IR: {', '.join(changed) or 'none'}"]
     return "\n".join(lines)
-
-
-def _time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.2f} us"
 
 
 def _rate(value: float | None) -> str:
