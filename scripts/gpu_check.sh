@@ -124,14 +124,14 @@ EOF
 if "$PY" -c "import xdist" 2>/dev/null; then
     WORKERS="-n 8"
     DEFAULT_TESTS="tests/compiler/targets/cuda tests/compiler/test_gpu_tune.py
-        tests/tools/test_bench_cuda.py tests/tools/test_bench_cuda_plot.py
-        tests/tools/test_cuda_suites.py tests/tools/test_cuda_ladder.py"
+        tests/bench/cuda/test_bench.py tests/bench/cuda/test_plot.py
+        tests/bench/cuda/test_suites.py tests/bench/cuda/test_ladder.py"
 else
     WORKERS=""
     DEFAULT_TESTS="tests/compiler/targets/cuda/test_emit.py
-        tests/compiler/targets/cuda/test_defaults.py tests/tools/test_bench_cuda.py
-        tests/tools/test_bench_cuda_plot.py tests/tools/test_cuda_suites.py
-        tests/tools/test_cuda_ladder.py"
+        tests/compiler/targets/cuda/test_defaults.py tests/bench/cuda/test_bench.py
+        tests/bench/cuda/test_plot.py tests/bench/cuda/test_suites.py
+        tests/bench/cuda/test_ladder.py"
 fi
 TESTS=${QIDAO_CHECK_TESTS:-$DEFAULT_TESTS}
 limit=$(cap 150)

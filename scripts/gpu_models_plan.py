@@ -4,8 +4,8 @@ launches, @main's intermediate buffers and the device's scratch buffers after re
 
 import qidao
 from qidao.compiler.host import host_stats
-from qidao.tools.cuda_models import BERT_TINY_B2, RESNET_TINY_B2
-from qidao.tools.zoo_models import ZOO, onnx_path
+from qidao.bench.cuda.models import BERT_TINY_B2, RESNET_TINY_B2
+from qidao.bench.zoo_models import ZOO, onnx_path
 
 for model in (ZOO["resnet50"], ZOO["bert"], RESNET_TINY_B2, BERT_TINY_B2):
     c = qidao.compile(onnx_path(model), target="cuda")

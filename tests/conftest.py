@@ -22,7 +22,7 @@ os.environ.setdefault("QIDAO_CACHE", "off")
 # The longest tests first: `scripts/test.sh` runs the suite on every core
 # (pytest-xdist), and a long test that starts last keeps one core busy while the
 # others wait (ONNX conformance alone takes minutes).
-LONGEST_FIRST = ("tests/tools/test_conformance.py", "tests/tools/test_ladder.py")
+LONGEST_FIRST = ("tests/tools/test_conformance.py", "tests/bench/test_ladder.py")
 
 
 # `pytest -m "not slow"`, the fast check: the tests that tests/slow_tests.txt lists

@@ -10,7 +10,7 @@ from the compile cache (``qidao.compiler.cache``) has no IR: the first ``ir`` or
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -20,10 +20,16 @@ from qidao.compiler.pipeline import check_stage, stage_names
 from qidao.runtime.executor import TensorSpec
 
 
+@runtime_checkable
 class CompiledModel(Protocol):
     """What every ``qidao.compile`` result offers, whatever the model and target:
-    ``Compiled`` (CPU), ``CompiledCuda``, ``Specialized`` (compiled again per
-    integer input value or shape) and ``TorchCompiled`` (torch tensors in and out)."""
+    a program (``Compiled`` for the CPU, ``CompiledCuda``), or one wrapper around
+    programs that changes how it is called: ``Specialized`` (compiled again per
+    integer input value or shape), ``WithParameters`` (``grad=``: the lifted
+    initializers held), ``TrainingStep`` (``optimizer=``: the weights held and
+    updated) or ``TorchCompiled`` (torch tensors in and out). Code that takes any
+    result relies on this protocol only (``tests/compiler/test_compiled_model.py``
+    checks every case)."""
 
     @property
     def stats(self) -> dict[str, Any]:

@@ -28,9 +28,7 @@ us"``), or ``"(recorded)"`` when it came from the file.
 from __future__ import annotations
 
 import json
-import statistics
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,6 +52,7 @@ from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
 from qidao.dialects.tg.types import shape_of
 from qidao.passes.graph.select_conv_algo import ALGORITHMS, signature
+from qidao.runtime.timing import median, time_calls
 
 VERSION = 1
 RECORDS_NAME = "conv-algo.jsonl"
@@ -229,14 +228,7 @@ def _time(compile_fn: CompileFn, op: tg.Conv2dOp, algo: str, threads: int) -> fl
     compiled = compile_fn(single_conv_module(op), threads=threads, algo=algo)
     x = np.random.default_rng(1).standard_normal(shape_of(op.input.type))
     x = x.astype(_dtype(op))
-    for _ in range(3):
-        compiled(x)
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < MAX_RUNS and (
-        time.perf_counter() - start < MIN_TIME or len(times) < 5
-    ):
-        t = time.perf_counter()
-        compiled(x)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
+    times = time_calls(
+        lambda: compiled(x), warmup=3, min_time=MIN_TIME, max_calls=MAX_RUNS
+    )
+    return median(times) * 1e6

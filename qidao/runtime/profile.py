@@ -14,11 +14,12 @@ noise for kernels of microseconds, visible on kernels of a few hundred nanosecon
 from __future__ import annotations
 
 import ctypes
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from qidao.runtime.timing import median, time_calls
 
 CAPACITY = 4096
 """The most kernels one profiled model may have."""
@@ -131,25 +132,25 @@ def measure(
 ) -> Profile:
     """Call ``call`` ``warmup`` + ``runs`` times; per-kernel medians over the runs.
     ``kernels`` is (name, ops) in counter order."""
-    import time
-
     if runs < 1:
         raise ValueError(f"profile: runs must be at least 1, got {runs}")
-    for _ in range(warmup):
-        call()
     per_run: list[np.ndarray[tuple[int], np.dtype[np.int64]]] = []
-    totals: list[float] = []
-    calls = np.zeros(len(kernels), np.int64)
-    for _ in range(runs):
-        counters.clear()
-        start = time.perf_counter_ns()
-        call()
-        totals.append((time.perf_counter_ns() - start) / 1e3)
+
+    def read() -> None:
         per_run.append(counters.ns.copy())
-        calls = counters.calls.copy()
+
+    totals = time_calls(
+        call,
+        warmup=warmup,
+        min_calls=runs,
+        max_calls=runs,
+        before=counters.clear,
+        after=read,
+    )
+    calls = counters.calls.copy()
     times = np.stack(per_run)
     rows = [
         KernelTime(name, ops, int(calls[k]), float(np.median(times[:, k])) / 1e3)
         for k, (name, ops) in enumerate(kernels)
     ]
-    return Profile(rows, statistics.median(totals), runs)
+    return Profile(rows, median(totals) * 1e6, runs)

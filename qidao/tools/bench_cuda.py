@@ -5,7 +5,7 @@
     qidao bench-cuda --suite targets --csv targets.csv   # + targets.png beside it
     qidao bench-cuda --list                  # the workloads and the suites
 
-The workloads are ``qidao/tools/cuda_workloads.py``'s: a graph (or a whole model's
+The workloads are ``qidao/bench/cuda/workloads.py``'s: a graph (or a whole model's
 ONNX file, ``cuda_models.py``), its GPU schedule, inputs and references (the small
 ones ``tests/compiler/targets/cuda/test_emit.py`` checks, then matmul 1024 and
 2048, the five-op chain over 2^20..2^24 floats, softmax 4096 x 1024). The
@@ -16,7 +16,7 @@ with no workload named they run first (``matmul1024_default``,
 other big sizes, then the small ones.
 
 ``--suite targets`` runs the workloads of the GPU speed targets, in order
-(``qidao/tools/cuda_suites.py``): ``chain26`` and ``copy26`` (2^26 floats; the
+(``qidao/bench/cuda/suites.py``): ``chain26`` and ``copy26`` (2^26 floats; the
 copy's rows measure the device's copy bandwidth), ``softmax8192``,
 ``layernorm8192``, ``matmul4096`` in FP32, TF32 and FP16, ``resnet50`` (batch 32)
 and ``bert`` (BERT-base, batch 8), all with the default GPU schedules; the table
@@ -25,7 +25,7 @@ and the CSV add each qidao row's target and whether it is met, and a PNG
 (``bench_cuda_plot.py``). ``--suite targets-small`` is the same at emulator sizes
 (``issue13`` and ``issue13-small``, the old names, still work, with a note).
 
-``--suite ladder`` is the GPU ladder (``qidao/tools/cuda_ladder.py``): matmul
+``--suite ladder`` is the GPU ladder (``qidao/bench/cuda/ladder.py``): matmul
 4096 FP32 under one schedule per rung (naive at 128^3, bind, shared, register,
 tensor_cores in TF32, tuned), each beside cuBLAS in its precision, each row's
 exact schedule trace in the CSV's ``schedule`` column, and a PNG of TFLOP/s per
@@ -33,7 +33,7 @@ rung (``plot_ladder``). ``--records FILE`` gives the ``tuned`` rung the records
 of a ``qidao tune matmul4096 --target cuda`` run; without it that row says
 ``not run: no records (...)`` (not a failure). ``ladder-small`` is it at 64^3.
 
-Each workload gets its rows (``qidao/tools/cuda_measure.py``):
+Each workload gets its rows (``qidao/bench/cuda/measure.py``):
 
 - ``qidao``: compiled with ``target="cuda"`` (nvcc for the device's ``sm_XY``,
   pycuda), timed on inputs already on the device: one call is the program's
@@ -54,7 +54,7 @@ median; ``vs_torch`` is torch's median over the row's (above 1: qidao is faster)
 and ``of_copy`` the row's GB/s over the copy bandwidth of as many bytes measured
 in the same run (``cuda_results.py``).
 
-The rows run in a worker process (``python -m qidao.tools.bench_cuda worker``),
+The rows run in a worker process (``qidao/bench/cuda/bench.py``),
 one after the other. A row that fails on the device ends its worker (a CUDA error
 can leave the context unusable), and so do a crash and a row running past its
 time: the larger of ``--timeout`` and its workload's own budget (``timeout_s``:
@@ -76,213 +76,13 @@ command on a machine without a GPU.
 from __future__ import annotations
 
 import argparse
-import collections
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from qidao.tools.cuda_measure import (
-    BACKENDS,
-    RECORDS_ARG,
-    ROW_TAG,
-    Timer,
-    error_row,
-    measure,
-    torch_event_times,
-    wall_times,
-    worker,
-)
-from qidao.tools.cuda_results import (
-    CSV_COLUMNS,
-    GpuResult,
-    failures,
-    format_row,
-    format_table,
-    vs_torch,
-    write_csv,
-)
-
-DEVICES = ("cuda", "emulate")
-DEFAULT_CSV = "bench-results/gpu_bench.csv"
-NO_DEVICE_EXIT = 3
-
-
-# --- the rows, in worker processes --------------------------------------------------
-
-
-def pairs(
-    workloads: Sequence[str], backends: Sequence[str]
-) -> Iterator[tuple[str, str]]:
-    """(workload, backend) in order: each workload's rows among ``backends`` (an
-    unknown workload keeps its pairs: its rows then say so)."""
-    from qidao.tools.cuda_suites import ALL_WORKLOADS
-
-    for name in workloads:
-        w = ALL_WORKLOADS.get(name)
-        for backend in backends:
-            if w is None or backend in w.backends:
-                yield name, backend
-
-
-def row_timeout(workload: str, timeout: float) -> float:
-    """Seconds a row of ``workload`` may take: the larger of ``timeout`` and the
-    workload's own budget."""
-    from qidao.tools.cuda_suites import ALL_WORKLOADS
-
-    w = ALL_WORKLOADS.get(workload)
-    own = w.timeout_s if w is not None and w.timeout_s is not None else 0.0
-    return max(timeout, own)
-
-
-def _run_worker(
-    pairs: Sequence[tuple[str, str]],
-    device: str,
-    min_time: float,
-    max_runs: int,
-    limit: Callable[[], float],
-    on_row: Callable[[GpuResult], None],
-    records: str | None = None,
-) -> tuple[int, bool, list[str]]:
-    """Start one worker on ``pairs``; hand each row to ``on_row`` as it comes; kill
-    it when ``limit()`` (a ``time.monotonic`` deadline for the row in progress)
-    passes. Returns the exit code, whether it was killed, and the last lines of
-    its stderr."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "qidao.tools.bench_cuda",
-        "worker",
-        device,
-        str(min_time),
-        str(max_runs),
-        *([RECORDS_ARG + records] if records is not None else []),
-        *[f"{w}:{b}" for w, b in pairs],
-    ]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    tail: collections.deque[str] = collections.deque(maxlen=30)
-    killed = [False]
-    lock = threading.Lock()
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            tail.append(line.rstrip())
-
-    def watchdog() -> None:
-        while proc.poll() is None:
-            with lock:
-                late = time.monotonic() > limit()
-            if late:
-                killed[0] = True
-                proc.kill()
-                return
-            time.sleep(0.1)
-
-    threads = [
-        threading.Thread(target=read_stderr, daemon=True),
-        threading.Thread(target=watchdog, daemon=True),
-    ]
-    for t in threads:
-        t.start()
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(ROW_TAG):
-            with lock:
-                on_row(GpuResult.from_json(line[len(ROW_TAG) :]))
-    code = proc.wait()
-    for t in threads:
-        t.join(timeout=5)
-    return code, killed[0], [line for line in tail if line.strip()]
-
-
-def run_bench_cuda(
-    workloads: Sequence[str],
-    backends: Sequence[str] = BACKENDS,
-    device: str = "cuda",
-    min_time: float = 0.3,
-    max_runs: int = 200,
-    timeout: float = 60.0,
-    csv_path: Path | None = None,
-    progress: bool = True,
-    budget: float | None = None,
-    records: str | None = None,
-) -> list[GpuResult]:
-    """Every (workload, backend) pair in worker processes (see the module doc);
-    ``budget``: seconds for the whole run; ``records``: the ``qidao tune`` file
-    for the workloads that take one (the ladder's ``tuned`` rung)."""
-    pending = collections.deque(pairs(workloads, backends))
-    results: list[GpuResult] = []
-    start = time.monotonic()
-    deadline = start + budget if budget is not None else float("inf")
-    row_start = [start]
-
-    def limit() -> float:
-        # the row in progress; with none left, a few seconds for the worker to exit
-        allowed = row_timeout(pending[0][0], timeout) if pending else 10.0
-        return min(row_start[0] + allowed, deadline)
-
-    def say(text: str) -> None:
-        if progress:
-            elapsed = time.monotonic() - start
-            print(f"bench-cuda [{elapsed:6.1f} s]: {text}", file=sys.stderr, flush=True)
-
-    def say_next() -> None:
-        if pending:
-            workload, backend = pending[0]
-            allowed = row_timeout(workload, timeout)
-            say(f"{workload} {backend}: running (at most {allowed:g} s)")
-
-    def on_row(row: GpuResult) -> None:
-        expected = pending.popleft()
-        if (row.workload, row.backend) != expected:
-            raise RuntimeError(
-                f"worker sent {row.workload}/{row.backend}, not {expected}"
-            )
-        row_start[0] = time.monotonic()
-        results.append(row)
-        if csv_path is not None:
-            write_csv(results, csv_path)
-        say(format_row(row, results))
-        if not row.error.startswith("skipped:"):
-            say_next()
-
-    while pending:
-        if time.monotonic() >= deadline:
-            why = f"skipped: the run's budget of {budget:g} s was spent"
-            for workload, backend in list(pending):
-                on_row(error_row(workload, backend, why))
-            break
-        row_start[0] = time.monotonic()
-        say(f"a worker starts on the {len(pending)} row(s) left")
-        if not results:
-            say_next()  # later, each row's line is followed by the next one's
-        code, killed, tail = _run_worker(
-            list(pending), device, min_time, max_runs, limit, on_row, records
-        )
-        if not pending or (results and results[-1].error and code == 4):
-            continue  # done, or a failed row ended the worker: a fresh one goes on
-        workload, backend = pending[0]
-        if killed and time.monotonic() >= deadline:
-            why = f"stopped: the run's budget of {budget:g} s ran out during this row"
-        elif killed:
-            why = f"timed out: no result within {row_timeout(workload, timeout):g} s"
-        else:
-            why = (
-                f"worker exited with code {code}: {tail[-1] if tail else '(no output)'}"
-            )
-        if progress and tail:
-            print("\n".join(tail[-15:]), file=sys.stderr)
-        on_row(error_row(workload, backend, why))
-    return results
-
-
-# --- the command ------------------------------------------------------------------------
+from qidao.bench.cuda.bench import DEFAULT_CSV, DEVICES, NO_DEVICE_EXIT, run_bench_cuda
+from qidao.bench.cuda.measure import BACKENDS
+from qidao.bench.cuda.results import failures, format_table
 
 
 def add_bench_cuda_parser(sub: Any) -> None:
@@ -345,7 +145,7 @@ def add_bench_cuda_parser(sub: Any) -> None:
 
 
 def _list() -> None:
-    from qidao.tools.cuda_suites import ALL_WORKLOADS, SUITES
+    from qidao.bench.cuda.suites import ALL_WORKLOADS, SUITES
 
     for name, w in ALL_WORKLOADS.items():
         print(f"{name:<22} {w.summary}")
@@ -355,8 +155,8 @@ def _list() -> None:
 
 def _workloads(args: argparse.Namespace) -> list[str]:
     """The workloads to run, in order, or a ValueError naming the bad ones."""
-    from qidao.tools.cuda_suites import ALL_WORKLOADS, SUITE_ALIASES, SUITES
-    from qidao.tools.cuda_workloads import BENCH_WORKLOADS, LARGE_WORKLOADS
+    from qidao.bench.cuda.suites import ALL_WORKLOADS, SUITE_ALIASES, SUITES
+    from qidao.bench.cuda.workloads import BENCH_WORKLOADS, LARGE_WORKLOADS
 
     if args.suite in SUITE_ALIASES:
         new = SUITE_ALIASES[args.suite]
@@ -424,7 +224,7 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
     status = 1 if failures(results) else 0
     plot = args.plot or (csv_path.with_suffix(".png") if args.suite else None)
     if plot is not None:
-        from qidao.tools.bench_cuda_plot import plot_for
+        from qidao.bench.cuda.plot import plot_for
 
         try:
             plot_for(args.suite)(results, Path(plot))
@@ -433,28 +233,3 @@ def cmd_bench_cuda(args: argparse.Namespace) -> int:
             print(f"qidao bench-cuda: plot not written: {err}", file=sys.stderr)
             status = 1
     return status
-
-
-__all__ = [
-    "BACKENDS",
-    "CSV_COLUMNS",
-    "DEVICES",
-    "NO_DEVICE_EXIT",
-    "GpuResult",
-    "Timer",
-    "add_bench_cuda_parser",
-    "format_table",
-    "measure",
-    "pairs",
-    "run_bench_cuda",
-    "torch_event_times",
-    "vs_torch",
-    "wall_times",
-    "write_csv",
-]
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["worker"]:
-        sys.exit(worker(sys.argv[2:]))
-    raise SystemExit("usage: python -m qidao.tools.bench_cuda worker ...")

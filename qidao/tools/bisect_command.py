@@ -63,7 +63,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from qidao.compiler.bisect import bisect
     from qidao.compiler.host import signature
     from qidao.compiler.models import load_model
-    from qidao.tools.examples import EXAMPLES, model_argument
+    from qidao.examples import EXAMPLES, model_argument
 
     model = model_argument(args.model)
     options: dict[str, Any] = {"fuse": not args.no_fuse}

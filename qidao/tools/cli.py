@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
+from qidao.examples import model_argument
 from qidao.tools.bench_cuda import add_bench_cuda_parser
 from qidao.tools.bisect_command import add_bisect_parser
 from qidao.tools.cache_command import add_cache_parser
 from qidao.tools.conformance import add_conformance_parser
-from qidao.tools.examples import model_argument
 from qidao.tools.explain_command import add_explain_parser
 from qidao.tools.fuzz import add_fuzz_parser
 from qidao.tools.inputs import load_inputs
@@ -153,8 +153,8 @@ def _input_names(compiled: Any) -> list[str]:
 
 
 def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
+    from qidao.examples import EXAMPLES, matmul_example
     from qidao.frontend.onnx.specialize import Specialized
-    from qidao.tools.examples import EXAMPLES, matmul_example
 
     if args.inputs:
         return load_inputs(args.inputs, _input_names(compiled))
@@ -209,8 +209,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from qidao.tools.bench import BACKENDS, check_backend, format_table, run_bench
-    from qidao.tools.examples import EXAMPLES, matmul_example
+    from qidao.bench.workloads import BACKENDS, check_backend, format_table, run_bench
+    from qidao.examples import EXAMPLES, matmul_example
 
     if "ladder" in args.workloads:  # the special workload: the schedule ladder
         return cmd_bench_ladder(args)
@@ -242,8 +242,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
-    from qidao.tools import zoo
-    from qidao.tools.zoo_models import DEFAULT_MODELS, ZOO
+    from qidao.bench import zoo
+    from qidao.bench.zoo_models import DEFAULT_MODELS, ZOO
 
     if args.list:
         for name, model in ZOO.items():
@@ -274,12 +274,12 @@ def _plot_path(args: argparse.Namespace, default: str) -> Path | None:
 
 
 def cmd_bench_train(args: argparse.Namespace) -> int:
-    from qidao.tools.bench_train import (
+    from qidao.bench.train import (
         format_table,
         measure_peak_gflops,
         run_train_bench,
     )
-    from qidao.tools.train_models import TRAIN_MODELS
+    from qidao.bench.train_models import TRAIN_MODELS
 
     if args.backends:
         raise ValueError("'train' compares qidao with PyTorch eager: no --backends")
@@ -300,12 +300,12 @@ def cmd_bench_train(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_checkpoint(args: argparse.Namespace) -> int:
-    from qidao.tools.bench_checkpoint import (
+    from qidao.bench.checkpoint import (
         WORKLOADS,
         format_table,
         run_checkpoint_bench,
     )
-    from qidao.tools.bench_train import measure_peak_gflops
+    from qidao.bench.train import measure_peak_gflops
 
     if args.backends:
         raise ValueError(
@@ -329,7 +329,7 @@ def cmd_bench_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_ladder(args: argparse.Namespace) -> int:
-    from qidao.tools.ladder import format_table, run_ladder
+    from qidao.bench.ladder import format_table, run_ladder
 
     if args.workloads != ["ladder"] or args.backends:
         raise ValueError("'ladder' runs alone: qidao bench ladder [--size N] ...")
@@ -442,7 +442,7 @@ def _pass_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _model_argument(p: argparse.ArgumentParser) -> None:
-    from qidao.tools.examples import EXAMPLES
+    from qidao.examples import EXAMPLES
 
     p.add_argument(
         "model",
@@ -599,7 +599,7 @@ def _add_bench(sub: Any) -> None:
 
 
 def _add_zoo(sub: Any) -> None:
-    from qidao.tools.zoo import DEFAULT_TIMEOUT, PATHS
+    from qidao.bench.zoo import DEFAULT_TIMEOUT, PATHS
 
     p = sub.add_parser(
         "zoo",
@@ -680,7 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_cache_parser,  # qidao cache: qidao/tools/cache_command.py
         add_tune_parser,  # qidao tune: qidao/tools/tune.py
         add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
-        add_bench_cuda_parser,  # qidao bench-cuda: qidao/tools/bench_cuda.py
+        add_bench_cuda_parser,  # qidao bench-cuda: qidao/bench/cuda/bench.py
         add_fuzz_parser,  # qidao fuzz: qidao/tools/fuzz.py
         add_explain_parser,  # qidao explain: qidao/tools/explain_command.py
         add_bisect_parser,  # qidao bisect: qidao/tools/bisect_command.py

@@ -43,7 +43,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def _model(name: str, seed: int) -> tuple[Any, list[np.ndarray[Any, Any]] | None]:
     """The model a command line names and, for a built-in one, its inputs; an
     unknown name is a ``ValueError`` listing the built-in models."""
-    from qidao.tools.examples import EXAMPLES, matmul_example, model_argument
+    from qidao.examples import EXAMPLES, matmul_example, model_argument
 
     try:
         model = model_argument(name)
@@ -69,8 +69,8 @@ def _names(text: str) -> list[str]:
 
 def add_explain_parser(sub: Any) -> None:
     from qidao.compiler.pipeline import MODES
+    from qidao.examples import EXAMPLES
     from qidao.passes.graph.select_conv_algo import MODES as ALGOS
-    from qidao.tools.examples import EXAMPLES
 
     p = sub.add_parser(
         "explain",

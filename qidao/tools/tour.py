@@ -19,7 +19,7 @@ def tour(
     """Print ``model`` at each stage, run it on its example inputs, time it vs torch."""
     import qidao
     from qidao import Compiled
-    from qidao.tools.examples import EXAMPLES, get_example
+    from qidao.examples import EXAMPLES, get_example
 
     for stage in stages:
         check_stage(stage)
@@ -59,7 +59,7 @@ def tour(
         f"peak {compiled.stats['peak_bytes']:,} bytes"
     )
     if bench and example is not None:
-        from qidao.tools.bench import format_table, run_bench
+        from qidao.bench.workloads import format_table, run_bench
 
         print(_banner("time: one thread, each backend in its own process, medians"))
         results = run_bench([model], backends=("torch", "qidao"), min_time=0.5)

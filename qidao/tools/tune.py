@@ -90,7 +90,7 @@ def tasks_of(workload: str, target: str = "cpu") -> list[Task]:
     if task is not None:
         return [task]
     from qidao.compiler.schedule import Schedule
-    from qidao.tools.examples import model_argument
+    from qidao.examples import model_argument
 
     module = Schedule.for_model(model_argument(workload)).module
     tasks = {t.key: t for t in kernel_tasks(module, target).values()}

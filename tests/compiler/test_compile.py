@@ -7,9 +7,9 @@ import pytest
 
 import qidao
 from qidao.compiler.pipeline import stage_names
+from qidao.examples import EXAMPLES, chain_graph
 from qidao.frontend.builder import Graph
 from qidao.runtime.errors import ArgumentError
-from qidao.tools.examples import EXAMPLES, chain_graph
 
 
 def book() -> qidao.Compiled:

@@ -1,7 +1,7 @@
 """Compiled gradients of the zoo's layers against ``torch.autograd``, layer by layer.
 
 Each case builds one layer as a builder graph (the training models' own helpers from
-``qidao/tools/train_models.py`` where they have one), compiles ``sum(w * layer(...))``
+``qidao/bench/train_models.py`` where they have one), compiles ``sum(w * layer(...))``
 with a fixed random ``w`` (so a transposed or mirrored gradient cannot pass) with
 ``grad=`` every float input, and compares each gradient with autograd's on the same
 float32 layer in PyTorch. The tolerance is ``rtol=1e-4`` plus an ``atol`` of
@@ -24,14 +24,14 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 
 import qidao
-from qidao.dialects.tg.types import shape_of
-from qidao.frontend.builder import Graph, Value
-from qidao.tools.train_models import (
+from qidao.bench.train_models import (
     _batch_norm_train,
     _encoder_layer,
     _gelu,
     _layer_norm,
 )
+from qidao.dialects.tg.types import shape_of
+from qidao.frontend.builder import Graph, Value
 
 Array = np.ndarray[Any, Any]
 Tensors = dict[str, torch.Tensor]

@@ -20,8 +20,8 @@ import torch
 
 import qidao
 from qidao.compiler.pipeline import PIPELINES, optional_passes
+from qidao.examples import EXAMPLES
 from qidao.frontend.builder import Graph
-from qidao.tools.examples import EXAMPLES
 
 RNG = np.random.default_rng(0)
 W_CONV = (RNG.standard_normal((64, 16, 3, 3)) * 0.1).astype(np.float32)

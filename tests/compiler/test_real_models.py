@@ -1,5 +1,5 @@
 """Real models end to end (issue 5, part 6): a ResNet-style CNN and a transformer
-encoder block, written in PyTorch (``qidao/tools/examples/models.py``), through
+encoder block, written in PyTorch (``qidao/examples/models.py``), through
 every frontend: exported to ONNX, captured with torch.export, and as the
 ``torch.compile`` backend. Each must match PyTorch eager to 1e-4 relative.
 
@@ -19,13 +19,13 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import qidao
-from qidao.frontend.errors import OnnxImportError
-from qidao.tools.bench import run_worker, runs_on
-from qidao.tools.examples.models import (
+from qidao.bench.workloads import run_worker, runs_on
+from qidao.examples.models import (
     MODELS,
     model_inputs,
     onnx_model,
 )
+from qidao.frontend.errors import OnnxImportError
 
 RTOL, ATOL = 1e-4, 1e-5
 NAMES = sorted(MODELS)

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import qidao
+from qidao.bench.train_models import train_model
 from qidao.frontend.builder import Graph
 from qidao.frontend.weights import load_safetensors
-from qidao.tools.train_models import train_model
 
 RNG = np.random.default_rng(11)
 N, D, H, C = 16, 8, 32, 4
@@ -85,7 +85,7 @@ def test_100_steps_follow_pytorchs_loss_curve(name: str) -> None:
 
 
 def test_100_steps_of_the_tiny_cnn_follow_pytorchs_loss_curve() -> None:
-    """The bench's CNN in its tiny form (``qidao/tools/train_models.py``: three
+    """The bench's CNN in its tiny form (``qidao/bench/train_models.py``: three
     conv3x3-BN(train)-ReLU blocks, the last two with stride 2, global average pool,
     linear, cross-entropy; batch 4 of 8x8): SGD with momentum 0.9 cycling over four
     batches, which it learns (the mean loss falls from 2.4 to under 0.1), each step's

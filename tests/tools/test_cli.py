@@ -297,7 +297,7 @@ def test_run_with_checks_fails_in_one_line(
 
 def test_help_lists_the_built_in_models(capsys: pytest.CaptureFixture[str]) -> None:
     """Every name MODEL takes is in ``--help`` (transpose and matmul1024 were not)."""
-    from qidao.tools.examples import EXAMPLES
+    from qidao.examples import EXAMPLES
 
     for command in ("compile", "run", "profile", "tour"):
         with pytest.raises(SystemExit):

@@ -58,7 +58,7 @@ LAYER_NORM = (
     "tg.reduce_mean+tg.sub+tg.mul+tg.reduce_mean+tg.add+tg.sqrt+tg.div+tg.mul+tg.add"
 )
 """The ``qd.kernel`` of a layer norm built from tg ops (the ``layernorm`` example,
-``qidao/tools/cuda_workloads.py``'s ``layer_norm``)."""
+``qidao/bench/cuda/workloads.py``'s ``layer_norm``)."""
 LAYER_NORM_EPS = 1e-5
 
 KNOBS = (

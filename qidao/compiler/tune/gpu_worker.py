@@ -25,12 +25,12 @@ true`` and the pool replaces the worker (``runner.py``).
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 from qidao.compiler.tune.reference import check, task_data
 from qidao.compiler.tune.task import Task
+from qidao.runtime.timing import time_calls
 
 MAX_CALLS = 1000
 """Timed calls at most (as the CPU worker's)."""
@@ -94,15 +94,19 @@ def _times(
         timed = event_times(function.launch, min_time, runs)
         function.device.synchronize()  # raises a launch's asynchronous error
         return timed
-    calls = max(int(request["calls"]), math.ceil(min_time / first_s))
-    calls = max(1, min(calls, MAX_CALLS, int(budget_s / first_s)))
-    times: list[float] = []
-    for _ in range(calls):
-        start_ns = time.perf_counter_ns()
+
+    def call() -> None:
         function.launch()
         function.device.synchronize()
-        times.append((time.perf_counter_ns() - start_ns) * 1e-9)
-    return times
+
+    return time_calls(
+        call,
+        warmup=0,  # the checked launch was the first
+        min_calls=int(request["calls"]),
+        min_time=min_time,
+        max_calls=MAX_CALLS,
+        budget_s=budget_s,
+    )
 
 
 def _failed(trial: int, device: str, err: Exception) -> dict[str, Any]:

@@ -7,9 +7,11 @@ request: ``{"id": 3, "task": {...}, "trace": "s.split(...)\\n...", "threads": 1,
 "calls": 3, "min_time": 0.1, "budget_s": 2.0}``. The worker compiles the task's
 standalone graph with the trace as its schedule (an empty trace: the compiler's
 default), calls it once and checks the output against NumPy (float64 reference,
-rtol 1e-3), then times ``calls`` more calls, more when they take under
-``min_time`` together, fewer when they would pass ``budget_s`` (at least one) and answers ``{"id", "status": "ok", "times",
-"compile_s"}``, or ``"status": "wrong"`` / ``"error"`` with the reason. A crash or a
+rtol 1e-3), then times it with the runtime's loop (``qidao/runtime/timing.py``): at
+least ``calls`` calls and ``min_time`` seconds, stopping at ``budget_s`` (after one
+call). It answers ``{"id", "status": "ok", "times", "compile_s"}``, or ``"status":
+"wrong"`` / ``"error"`` with the reason (``qidao/runtime/worker.py``'s ``serve``
+speaks the protocol). A crash or a
 hang is the parent's to notice (``runner.py``): it kills the worker and starts
 another. The worker is a fresh process (never a fork of one that ran libgomp).
 
@@ -24,15 +26,14 @@ those ids hang, crash the process (``os._exit``) or return a wrong result
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import sys
 import time
 from typing import Any
 
 from qidao.compiler.tune.reference import check, task_data
 from qidao.compiler.tune.task import Task
+from qidao.runtime.timing import time_calls
+from qidao.runtime.worker import serve
 
 MAX_CALLS = 1000
 
@@ -70,32 +71,27 @@ def run_trial(request: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     compiled = compile(template.graph(task), **options)
     compile_s = time.perf_counter() - start
-    start = time.perf_counter()
     got = compiled(*inputs)[0]
-    first_s = time.perf_counter() - start
     if injected == "wrong":
         got = got + 1.0
     problem = check(got, want, task.shapes[0][-1])
     if problem:
         return {"id": trial, "status": "wrong", "error": problem}
-    first_s = max(first_s, 1e-9)
-    calls = max(int(request["calls"]), math.ceil(float(request["min_time"]) / first_s))
-    calls = max(1, min(calls, MAX_CALLS, int(float(request["budget_s"]) / first_s)))
-    times: list[float] = []
-    for _ in range(calls):
-        start_ns = time.perf_counter_ns()
-        compiled(*inputs)
-        times.append((time.perf_counter_ns() - start_ns) * 1e-9)
+    times = time_calls(
+        lambda: compiled(*inputs),
+        warmup=0,  # the checked call above was the first
+        min_calls=int(request["calls"]),
+        min_time=float(request["min_time"]),
+        max_calls=MAX_CALLS,
+        budget_s=float(request["budget_s"]),
+    )
     return {"id": trial, "status": "ok", "times": times, "compile_s": compile_s}
 
 
-def main() -> None:
-    # the protocol owns the real stdout; anything else printed goes to stderr
-    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    # import, and compile once, before answering "ready", so that no trial's time
-    # includes the imports or a first compile's lazy start (xDSL's dialects, LLVM):
-    # 1.9 s of the first trial after a restart, on an idle machine
+def _warm() -> None:
+    """Import, and compile once, before answering "ready", so that no trial's time
+    includes the imports or a first compile's lazy start (xDSL's dialects, LLVM):
+    1.9 s of the first trial after a restart, on an idle machine."""
     import qidao.compiler.compile
     import qidao.compiler.tune.templates
     from qidao.frontend.builder import Graph
@@ -104,19 +100,9 @@ def main() -> None:
     warm.output(warm.relu(warm.input("x", (16,))))
     qidao.compiler.compile.compile(warm, threads=1, verify="each")  # never cached
 
-    protocol.write(json.dumps({"ready": True}) + "\n")
-    protocol.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        try:
-            result = run_trial(request)
-        except Exception as err:
-            message = f"{type(err).__name__}: {err}".splitlines()[0][:500]
-            result = {"id": request.get("id"), "status": "error", "error": message}
-        protocol.write(json.dumps(result) + "\n")
-        protocol.flush()
+
+def main() -> None:
+    serve(run_trial, _warm)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType, f16, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
 
@@ -20,6 +20,7 @@ from qidao.dialects.tg.types import (
     is_float,
     kind_of,
     kinds_text,
+    numel,
     verify_tensor_type,
 )
 
@@ -33,6 +34,29 @@ class TgOp(IRDLOperation):
     ``other`` (nothing to schedule) when the op leads its kernel, ``rows`` (a
     reduction along the last axis: any such op makes a fused kernel ``rows``), else
     ``elementwise``."""
+
+    FUSION: ClassVar[str] = "boundary"
+    """What the op is to the ``fuse`` pass (``qidao/passes/graph/fuse.py``):
+    ``elementwise`` (joins an elementwise chain, a matmul/conv2d epilogue or a row
+    group), ``reduction`` (a :class:`~qidao.dialects.tg.reduce.ReduceOp` that seeds
+    and joins a row group when it reduces trailing axes), ``anchor`` (heads a group
+    with its elementwise epilogue: matmul, conv2d), else ``boundary`` (a kernel of
+    its own). The pass adds the rules that depend on an op's operands and place
+    (shapes, element types, uses, an ``update`` attribute, being inside a
+    ``tg.fused`` already)."""
+
+    FREE: ClassVar[bool] = False
+    """True when the op computes nothing: a constant, or a view whose result is its
+    input's memory read another way. It costs no FLOPs, and checkpointing and the
+    optimizer read through it (``qidao/dialects/tg/cost.py``)."""
+
+    def flops(self) -> int:
+        """The floating-point (or integer) operations of one run
+        (``qidao.dialects.tg.cost.flops``): none for a ``FREE`` op, else one per
+        element of its largest operand or result (an elementwise op per output, a
+        reduction per input element). An op that does more per element overrides
+        this (matmul, conv2d, a ``tg.fused`` body)."""
+        return 0 if self.FREE else per_element_flops(self)
 
     def verify_tensors(self) -> None:
         for i, operand in enumerate(self.operands):
@@ -85,6 +109,11 @@ class TgOp(IRDLOperation):
             raise VerifyException(
                 f"{self.name} expects operands of one element type, got ({listed})"
             )
+
+
+def per_element_flops(op: Operation) -> int:
+    """One operation per element of ``op``'s largest operand or result."""
+    return max((numel(v.type) for v in (*op.operands, *op.results)), default=0)
 
 
 def tensor(value: SSAValue, what: str = "operand") -> TensorType[Attribute]:

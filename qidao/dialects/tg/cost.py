@@ -1,10 +1,16 @@
 """What a tg op costs: its floating-point operations and the bytes of a value.
 
+Each op declares its cost (``TgOp.FREE`` and ``TgOp.flops`` in ``base.py``); this
+module reads it for any op:
+
 - :func:`flops`: a ``tg.matmul`` is ``2·M·N·K`` per batch, a ``tg.conv2d``
   ``2·N·C_out·H_out·W_out·(C_in/groups)·kh·kw`` (plus one add per output for a
-  bias), a ``tg.fused`` the sum of its body; views, shapes and constants cost
-  nothing; every other op one operation per element of its largest operand or
-  result (an elementwise op per output, a reduction per input element).
+  bias), a ``tg.fused`` the sum of its body; free ops (views, constants,
+  ``tg.yield``) cost nothing; every other op one operation per element of its
+  largest operand or result (an elementwise op per output, a reduction per input
+  element, a copy per element; an op of another dialect too).
+- :func:`is_free`: the op computes nothing (``FREE``): a constant, or a view whose
+  result is its input's memory read another way.
 - :func:`value_bytes`: a tensor's elements times its element's bytes (``i1`` is a
   byte, as the buffers store it).
 
@@ -14,33 +20,13 @@ the share of a training step that recomputation costs.
 
 from __future__ import annotations
 
-import math
-
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from qidao.dialects.tg.constant import ConstantOp
-from qidao.dialects.tg.fused import FusedOp, YieldOp
-from qidao.dialects.tg.layout_ops import (
-    BroadcastOp,
-    ContiguousOp,
-    ReshapeOp,
-    TransposeOp,
-    ViewOp,
-)
-from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
-from qidao.dialects.tg.types import element_of, shape_of
+from qidao.dialects.tg.base import TgOp, per_element_flops
+from qidao.dialects.tg.types import element_of, numel
 
-FREE_OPS = (ConstantOp, TransposeOp, ViewOp, BroadcastOp, ReshapeOp, YieldOp)
-"""Ops that compute nothing: constants, and shape ops whose result is the input's
-memory read another way (a copying reshape or contiguous counts as a copy)."""
-
-
-def numel(t: Attribute) -> int:
-    """Elements of a tensor type (1 for a scalar, 0 for anything else)."""
-    if not isinstance(t, TensorType):
-        return 0
-    return math.prod(shape_of(t))
+__all__ = ["flops", "is_free", "numel", "value_bytes"]
 
 
 def value_bytes(value: SSAValue) -> int:
@@ -53,20 +39,11 @@ def value_bytes(value: SSAValue) -> int:
 
 
 def flops(op: Operation) -> int:
-    """The floating-point (or integer) operations of one run of ``op``."""
-    if isinstance(op, FusedOp):
-        return sum(flops(inner) for inner in op.body.block.ops)
-    if isinstance(op, FREE_OPS):
-        return 0
-    if isinstance(op, ContiguousOp):
-        return numel(op.result.type)
-    if isinstance(op, MatmulOp):
-        k = shape_of(op.lhs.type)[-1]
-        return 2 * numel(op.result.type) * k
-    if isinstance(op, Conv2dOp):
-        w = shape_of(op.weight.type)  # [C_out, C_in/groups, kh, kw]
-        per_output = 2 * math.prod(w[1:])
-        bias = 1 if op.bias is not None else 0
-        return numel(op.result.type) * (per_output + bias)
-    sizes = [numel(v.type) for v in (*op.operands, *op.results)]
-    return max(sizes, default=0)
+    """The floating-point (or integer) operations of one run of ``op``: what a tg
+    op declares (``TgOp.flops``), one per element for any other op."""
+    return op.flops() if isinstance(op, TgOp) else per_element_flops(op)
+
+
+def is_free(op: Operation) -> bool:
+    """True when ``op`` computes nothing (a tg op that declares ``FREE``)."""
+    return isinstance(op, TgOp) and op.FREE

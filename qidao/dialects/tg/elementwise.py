@@ -14,7 +14,8 @@ NumPy's) and their ``abs`` and ``relu`` are the identity. ``exp log sqrt tanh er
 sin cos sigmoid pow`` take floats only. f16 computes in f32 and rounds each op's result
 back to f16, as NumPy's float16 ufuncs do. The comparisons, logical ops, ``tg.select`` and ``tg.cast`` live in
 ``compare.py`` and ``cast.py``; all of them derive from :class:`ElementwiseOp`, which
-is what the ``fuse`` pass and the lowering look for.
+is what the lowering looks for and which declares them ``elementwise`` to the
+``fuse`` pass (``FUSION``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ElementwiseOp(TgOp):
     """Base of every elementwise tg op: ``out[i] = f(a[bcast(i)], ...)``, a fresh
     row-major result of the operands' broadcast shape."""
 
+    FUSION: ClassVar[str] = "elementwise"
     OPERAND_KINDS: ClassVar[frozenset[str]] = FLOAT
     """The element kinds the (data) operands may have."""
 

@@ -15,6 +15,7 @@ row-wise reductions with their elementwise neighbours (softmax, layer norm). The
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
@@ -29,6 +30,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects.tg.base import TgOp
+from qidao.dialects.tg.cost import flops
 
 
 def _types(types: Sequence[Attribute]) -> str:
@@ -91,6 +93,10 @@ class FusedOp(TgOp):
                 f"are ({_types(out)})"
             )
 
+    def flops(self) -> int:
+        """The sum of its body's."""
+        return sum(flops(inner) for inner in self.body.block.ops)
+
 
 @irdl_op_definition
 class YieldOp(TgOp):
@@ -100,6 +106,8 @@ class YieldOp(TgOp):
     tg.yield %r : tensor<8xf32>
     ```
     """
+
+    FREE: ClassVar[bool] = True
 
     name = "tg.yield"
     values = var_operand_def(TensorType)

@@ -9,6 +9,7 @@ and a copy otherwise; ``contiguous`` copies only a layout that is not row-major.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType
 from xdsl.ir import Attribute, SSAValue
@@ -74,6 +75,8 @@ class TransposeOp(TgOp):
     ```
     """
 
+    FREE: ClassVar[bool] = True
+
     name = "tg.transpose"
     input = operand_def(TensorType)
     perm = prop_def(DenseArrayBase.constr(I64))
@@ -122,6 +125,8 @@ class ViewOp(ShapeOp):
     ```
     """
 
+    FREE: ClassVar[bool] = True
+
     name = "tg.view"
 
     @classmethod
@@ -149,6 +154,8 @@ class ReshapeOp(ShapeOp):
     %r = tg.reshape %t : tensor<3x2xf32, strided<[1, 3]>> -> tensor<6xf32>
     ```
     """
+
+    FREE: ClassVar[bool] = True  # counted free even where its layout makes it copy
 
     name = "tg.reshape"
 
@@ -200,6 +207,8 @@ class BroadcastOp(ShapeOp):
     %b = tg.broadcast %v : tensor<3xf32> -> tensor<4x3xf32, strided<[0, 1]>>
     ```
     """
+
+    FREE: ClassVar[bool] = True
 
     name = "tg.broadcast"
 

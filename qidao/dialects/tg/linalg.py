@@ -8,6 +8,7 @@ layout), ``layout = "NHWC"`` means channels last. :func:`layout_of` reads it; th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -34,7 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects.tg.base import TgOp, expect_length, i64_array, ints, tensor
 from qidao.dialects.tg.layout import broadcast_shapes
-from qidao.dialects.tg.types import fmt_shape, tensor_type
+from qidao.dialects.tg.types import fmt_shape, numel, shape_of, tensor_type
 
 NCHW = "NCHW"
 NHWC = "NHWC"
@@ -77,6 +78,7 @@ class MatmulOp(TgOp):
     """
 
     KERNEL_KIND: ClassVar[str] = "matmul"
+    FUSION: ClassVar[str] = "anchor"
 
     name = "tg.matmul"
     lhs = operand_def(TensorType)
@@ -119,6 +121,10 @@ class MatmulOp(TgOp):
         self.expect_same_element_type()
         self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs)))
 
+    def flops(self) -> int:
+        """``2·M·N·K`` per batch: a multiply and an add per term."""
+        return 2 * numel(self.result.type) * shape_of(self.lhs.type)[-1]
+
 
 def conv_output_size(
     size: int, kernel: int, stride: int, pad: int, dilation: int
@@ -151,6 +157,7 @@ class Conv2dOp(TgOp):
     """
 
     KERNEL_KIND: ClassVar[str] = "conv2d"
+    FUSION: ClassVar[str] = "anchor"
 
     name = "tg.conv2d"
     input = operand_def(TensorType)
@@ -287,3 +294,13 @@ class Conv2dOp(TgOp):
                 layout,
             )
         )
+
+    def flops(self) -> int:
+        """Per output, a multiply and an add per term (``(C_in/groups)·kh·kw``:
+        the weight's elements over its ``F`` filters, in either layout), and one
+        add for a bias."""
+        w = shape_of(self.weight.type)
+        filters = w[-1] if self.data_layout() == NHWC else w[0]
+        per_output = 2 * (math.prod(w) // filters)
+        bias = 1 if self.bias is not None else 0
+        return numel(self.result.type) * (per_output + bias)

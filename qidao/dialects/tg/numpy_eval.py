@@ -578,6 +578,10 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     WinogradInputOp: _winograd_input,
     WinogradOutputOp: _winograd_output,
 }
+"""Every tg op's NumPy semantics, in one table: they share this module's precision
+rule and helpers, and the oracle stays apart from the op definitions. The
+terminators (``tg.yield``, ``tg.custom_yield``) are read by their parent's
+evaluator; ``tests/dialects/tg/test_op_facts.py`` checks every other op is here."""
 
 
 def has_reference(op: Operation) -> bool:

@@ -28,6 +28,7 @@ from qidao.dialects.tg.types import fmt_shape, tensor_type
 
 class ReduceOp(TgOp):
     KERNEL_KIND: ClassVar[str] = "rows"
+    FUSION: ClassVar[str] = "reduction"
 
     input = operand_def(TensorType)
     axes = prop_def(DenseArrayBase.constr(I64))

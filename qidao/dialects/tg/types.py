@@ -12,6 +12,7 @@ A row-major layout is never spelled out, so every tensor type has one canonical 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -85,6 +86,13 @@ def tensor_type(
 def shape_of(t: Attribute) -> Shape:
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())
+
+
+def numel(t: Attribute) -> int:
+    """Elements of a tensor type (1 for a scalar, 0 for anything else)."""
+    if not isinstance(t, TensorType):
+        return 0
+    return math.prod(shape_of(t))
 
 
 def element_of(t: Attribute) -> Attribute:

@@ -33,7 +33,7 @@ from xdsl.traits import Pure
 
 from qidao.dialects.attributes import CHECKPOINT_ATTR
 from qidao.dialects.tg.constant import ConstantOp
-from qidao.dialects.tg.cost import FREE_OPS, flops, value_bytes
+from qidao.dialects.tg.cost import flops, is_free, value_bytes
 from qidao.dialects.tg.fused import FusedOp
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
 from qidao.errors import UnsupportedError
@@ -152,7 +152,7 @@ def _free_values(order: Iterable[Operation]) -> set[SSAValue]:
     """Results of constants, and of views of inputs and constants: not activations."""
     free: set[SSAValue] = set()
     for op in order:
-        if isinstance(op, FREE_OPS) and all(
+        if is_free(op) and all(
             isinstance(v, BlockArgument) or v in free for v in op.operands
         ):
             free.update(op.results)
@@ -248,7 +248,7 @@ def simulate(chain: Chain, recomputes: Sequence[Recompute]) -> int:
     def step(op: Operation, key_of: dict[SSAValue, object], tag: object) -> None:
         operands = [key_of.get(v, v) for v in op.operands]
         results: list[tuple[object, int, object | None]] = []
-        view = isinstance(op, FREE_OPS) and not isinstance(op, ConstantOp)
+        view = is_free(op) and not isinstance(op, ConstantOp)
         for v in op.results:
             key = v if tag is None else (tag, v)
             key_of[v] = key
@@ -326,7 +326,7 @@ def training_report(module: builtin.ModuleOp) -> dict[str, int | float]:
     saved = sum(
         value_bytes(r)
         for op in block.ops
-        if op in forward and not isinstance(op, FREE_OPS)
+        if op in forward and not is_free(op)
         for r in op.results
         if r not in free
         and any(_is_backward(u.operation, block, forward) for u in r.uses)

@@ -45,7 +45,7 @@ from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects.attributes import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR, UPDATE_ATTR
-from qidao.dialects.tg.cost import FREE_OPS
+from qidao.dialects.tg.cost import is_free
 from qidao.dialects.tg.grad import Emit
 from qidao.dialects.tg.types import is_float
 from qidao.errors import UnsupportedError
@@ -177,7 +177,7 @@ def _readers(value: SSAValue) -> list[SSAValue]:
     while work:
         for use in work.pop().uses:
             found.extend(use.operation.results)
-            if isinstance(use.operation, FREE_OPS):
+            if is_free(use.operation):
                 work.extend(use.operation.results)
     return found
 

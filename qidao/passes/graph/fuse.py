@@ -9,7 +9,10 @@ removes a kernel launch and a round trip of the intermediate through memory; it
 must not buy that with a matmul, a convolution tap or a reduction done twice. The
 only recomputation allowed is cheap elementwise arithmetic along one row of a row
 group (rule 1), and it is documented there. Groups form in this order; an op joins
-at most one group, and a group of one op stays as it is.
+at most one group, and a group of one op stays as it is. What an op is to these
+rules its class declares (``FUSION``: ``reduction`` for rule 1's seeds, ``anchor``
+for rule 2's, ``elementwise`` for the ops that join, ``boundary`` for the rest);
+the rules add what depends on its operands, type and uses.
 
 1. **Row groups** (softmax, layer norm written out of tg ops). A seed is a
    ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` that reduces the *trailing*
@@ -63,7 +66,7 @@ at most one group, and a group of one op stays as it is.
      per lhs row; into a conv2d input or weight, up to KH·KW·F times per element.
 3. **Elementwise chains** (``tg.add`` ... ``tg.relu``, comparisons, logical ops,
    ``tg.select``, ``tg.cast``: any element types, the values live in registers);
-   everything else is a fusion boundary.
+   everything else is a fusion boundary (``FUSION = "boundary"``, the default).
    - A producer joins its consumer's group only when the consumer is its *only*
      user, so no intermediate is both kept in memory and recomputed.
    - A producer joins only when its shape equals the consumer's result shape:
@@ -123,16 +126,26 @@ from xdsl.dialects import builtin
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from qidao.dialects import tg
 from qidao.dialects.attributes import UPDATE_ATTR
-from qidao.dialects.tg import ElementwiseOp, FusedOp, YieldOp
+from qidao.dialects.tg import FusedOp, ReduceOp, YieldOp
+from qidao.dialects.tg.base import TgOp
 from qidao.dialects.tg.types import element_of, shape_of
 
-Reduction = (tg.ReduceSumOp, tg.ReduceMeanOp, tg.ReduceMaxOp)
+
+def _role(op: Operation | None) -> str:
+    """What ``op`` declares it is to fusion (``TgOp.FUSION``: ``elementwise``,
+    ``reduction``, ``anchor``, ``boundary``); an op of another dialect is a
+    boundary."""
+    return op.FUSION if isinstance(op, TgOp) else "boundary"
 
 
 def _is_elementwise(op: Operation | None) -> bool:
-    return isinstance(op, ElementwiseOp) and not isinstance(op.parent_op(), FusedOp)
+    # the role is the op's class; an op already inside a tg.fused is in a group
+    return (
+        op is not None
+        and _role(op) == "elementwise"
+        and not isinstance(op.parent_op(), FusedOp)
+    )
 
 
 def _fuses_into(operand: SSAValue, consumer: Operation) -> bool:
@@ -183,9 +196,11 @@ class _RowSpace:
 
     @staticmethod
     def of(op: Operation) -> _RowSpace | None:
-        """The row space a reduction seeds, if it reduces trailing axes."""
-        if not isinstance(op, Reduction):
+        """The row space a reduction seeds, if it reduces trailing axes (its
+        ``axes``, not its class, decide: the pass's rule)."""
+        if _role(op) != "reduction":
             return None
+        assert isinstance(op, ReduceOp), f"{op.name}: a reduction is a ReduceOp"
         full = shape_of(op.input.type)
         k = len(op.reduced_axes())
         if op.reduced_axes() != tuple(range(len(full) - k, len(full))):
@@ -193,7 +208,7 @@ class _RowSpace:
         return _RowSpace(full, k, element_of(op.input.type))
 
     def admits(self, op: Operation) -> bool:
-        if isinstance(op, Reduction):
+        if _role(op) == "reduction":
             return _RowSpace.of(op) == self
         if not _is_elementwise(op) or element_of(op.results[0].type) != self.element:
             return False
@@ -251,7 +266,7 @@ def _neighbours(op: Operation) -> list[Operation]:
 def _ranks_match(members: set[Operation]) -> bool:
     """Every elementwise member reads in-group values of its own rank."""
     for op in members:
-        if isinstance(op, Reduction):
+        if _role(op) == "reduction":
             continue
         rank = len(shape_of(op.results[0].type))
         for operand in op.operands:
@@ -280,7 +295,7 @@ def _dataflow(block: Block) -> nx.DiGraph:
 
 
 def _fuse_anchors(block: Block) -> None:
-    anchors = [op for op in block.ops if isinstance(op, tg.MatmulOp | tg.Conv2dOp)]
+    anchors = [op for op in block.ops if _role(op) == "anchor"]
     for anchor in anchors:
         group = [anchor, *_epilogue(anchor, block)]
         if len(group) > 1:

@@ -12,6 +12,7 @@ from xdsl.dialects import func
 from xdsl.parser import Parser
 
 import qidao
+from qidao.bench.train_models import cross_entropy, linear
 from qidao.compiler.context import make_context
 from qidao.errors import ArgumentError
 from qidao.frontend.builder import Graph
@@ -22,7 +23,6 @@ from qidao.passes.graph._checkpoint_plan import (
     simulate,
 )
 from qidao.passes.graph.checkpoint import CheckpointError, choose
-from qidao.tools.train_models import cross_entropy, linear
 
 Array = np.ndarray[Any, Any]
 WIDTH, BATCH = 16, 8

@@ -13,6 +13,7 @@ import pytest
 from xdsl.parser import Parser
 
 import qidao
+from qidao.bench import ladder
 from qidao.compiler.context import make_context
 from qidao.compiler.pipeline import run_stages, stages
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
@@ -20,7 +21,6 @@ from qidao.compiler.targets.cpu.emit import llvm_ir_text
 from qidao.frontend.builder import Graph
 from qidao.passes.schedule.vectorize import vectorize_loop
 from qidao.runtime.cpu import jit_compile
-from qidao.tools import ladder
 
 Model = tuple[Graph, Callable[..., Any], list[np.ndarray[Any, Any]]]
 

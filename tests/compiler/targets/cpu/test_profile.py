@@ -9,10 +9,10 @@ from xdsl.context import Context
 
 import qidao
 from qidao import Compiled
+from qidao.examples import chain_graph
 from qidao.frontend.builder import Graph
 from qidao.passes.cpu.instrument_kernels import InstrumentError, InstrumentKernelsPass
 from qidao.tools.cli import main
-from qidao.tools.examples import chain_graph
 
 
 def _two_kernels(n: int = 1 << 12) -> Graph:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import qidao
+from qidao.examples import get_example
 from qidao.frontend.builder import Graph, Value
-from qidao.tools.examples import get_example
 
 Array = np.ndarray[Any, Any]
 

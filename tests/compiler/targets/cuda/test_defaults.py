@@ -20,8 +20,8 @@ import qidao
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
 from qidao.compiler.targets.cuda import defaults as gpu_defaults
 from qidao.compiler.targets.cuda.compiled import CompiledCuda
+from qidao.examples import EXAMPLES
 from qidao.frontend.builder import Graph
-from qidao.tools.examples import EXAMPLES
 
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")

@@ -25,22 +25,22 @@ from xdsl.dialects import func
 from xdsl.parser import Parser
 
 import qidao
-from qidao.compiler.context import make_context
-from qidao.compiler.schedule import Schedule
-from qidao.compiler.targets.cuda.compiled import CompiledCuda
-from qidao.compiler.targets.cuda.emit import CudaEmitError, emit_kernel
-from qidao.frontend.builder import Graph
-from qidao.runtime import cuda as runtime_cuda
-from qidao.runtime.cuda import CudaFunction, PycudaDevice, cuda_unavailable_reason
-from qidao.runtime.errors import ArgumentError
-from qidao.tools.cli import main as cli_main
-from qidao.tools.cuda_workloads import (
+from qidao.bench.cuda.workloads import (
     BENCH_WORKLOADS,
     TEST_WORKLOADS,
     GpuWorkload,
     tiled_matmul,
 )
-from qidao.tools.examples import EXAMPLES
+from qidao.compiler.context import make_context
+from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cuda.compiled import CompiledCuda
+from qidao.compiler.targets.cuda.emit import CudaEmitError, emit_kernel
+from qidao.examples import EXAMPLES
+from qidao.frontend.builder import Graph
+from qidao.runtime import cuda as runtime_cuda
+from qidao.runtime.cuda import CudaFunction, PycudaDevice, cuda_unavailable_reason
+from qidao.runtime.errors import ArgumentError
+from qidao.tools.cli import main as cli_main
 
 RNG = np.random.default_rng(3)
 
@@ -64,7 +64,7 @@ def randn(*shape: int) -> np.ndarray[Any, Any]:
 
 
 # --- the workloads: graph, GPU schedule, inputs, reference -------------------------
-# (qidao/tools/cuda_workloads.py: the same ones `qidao bench-cuda` times)
+# (qidao/bench/cuda/workloads.py: the same ones `qidao bench-cuda` times)
 
 Case = tuple[Graph, Callable[[Schedule], None] | str, Arrays, Arrays]
 

@@ -1,5 +1,5 @@
 """Whole models on the CUDA target without a GPU: the zoo's ResNet and BERT classes
-(``transformers``, random weights; ``qidao/tools/zoo_models.py``) at small sizes,
+(``transformers``, random weights; ``qidao/bench/zoo_models.py``) at small sizes,
 through ONNX, with the default GPU schedules. Every nest of every kernel on the
 grid (no ``<<<1, 1>>>`` launch), the CUDA C warning-free for sm_80 and sm_90
 (``nvcc``, each model once per architecture), PyTorch's results on the emulator,
@@ -11,7 +11,7 @@ that test skips with the reason.
 The sizes: a ResNet of two stages (basic blocks, widths 8 and 16, the stem's 7x7
 conv and 3x3 max pool, a 1x1 shortcut, the global average pool and the
 classifier) on 2x3x32x32, and a BERT of 2 layers (hidden 32, 2 heads, sequence
-8, batch 2): the bench's small models (``qidao/tools/cuda_models.py``). The emulator runs each in well under a second once built; the
+8, batch 2): the bench's small models (``qidao/bench/cuda/models.py``). The emulator runs each in well under a second once built; the
 build (``g++`` of the whole program) takes a few seconds.
 """
 
@@ -40,11 +40,11 @@ needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ (the emulator) is not on
 pytest.importorskip("transformers", reason="the zoo's models are transformers classes")
 pytest.importorskip("onnx", reason="the models go through ONNX")
 
-from qidao.tools.cuda_models import BERT_TINY_B2, RESNET_TINY_B2  # noqa: E402
-from qidao.tools.zoo_models import onnx_path, reference  # noqa: E402
+from qidao.bench.cuda.models import BERT_TINY_B2, RESNET_TINY_B2  # noqa: E402
+from qidao.bench.zoo_models import onnx_path, reference  # noqa: E402
 
 MODELS = {"resnet": RESNET_TINY_B2, "bert": BERT_TINY_B2}
-"""The bench's small models (``qidao/tools/cuda_models.py``): the zoo's tiny ResNet
+"""The bench's small models (``qidao/bench/cuda/models.py``): the zoo's tiny ResNet
 at batch 2 and a BERT of 2 layers, hidden 32."""
 
 KINDS = {
