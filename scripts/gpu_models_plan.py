@@ -3,9 +3,9 @@ launches, @main's intermediate buffers and the device's scratch buffers after re
 (the "Whole models" figures of docs/gpu.md): .venv/bin/python scripts/gpu_models_plan.py"""
 
 import qidao
-from qidao.compiler.host import host_stats
 from qidao.bench.cuda.models import BERT_TINY_B2, RESNET_TINY_B2
 from qidao.bench.zoo_models import ZOO, onnx_path
+from qidao.compiler.host import host_stats
 
 for model in (ZOO["resnet50"], ZOO["bert"], RESNET_TINY_B2, BERT_TINY_B2):
     c = qidao.compile(onnx_path(model), target="cuda")

@@ -2,7 +2,7 @@
 measured run:
 
     pytest -q -n 2 --durations=0 -p no:cacheprovider > durations.txt
-    python scripts/slow_tests.py durations.txt [--over 0.5]
+    python scripts/slow_tests.py durations.txt [--over 0.25]
 
 A test is slow when its setup, call and teardown took more than ``--over``
 seconds together. tests/conftest.py marks the tests listed there ``slow`` (beside
@@ -24,7 +24,7 @@ OUT = Path(__file__).resolve().parent.parent / "tests" / "slow_tests.txt"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("durations", help="pytest --durations=0 output")
-    parser.add_argument("--over", type=float, default=0.5, help="seconds (0.5)")
+    parser.add_argument("--over", type=float, default=0.25, help="seconds (0.25)")
     args = parser.parse_args()
     seconds: Counter[str] = Counter()
     for line in Path(args.durations).read_text().splitlines():

@@ -14,6 +14,7 @@ Read from the source (every ``import``, at module level, inside functions and un
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +103,7 @@ def resolve(name: str) -> str | None:
     return name or None
 
 
+@functools.cache  # once, when a test asks (not at collection, in every worker)
 def import_graph() -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(MODULES)
@@ -113,11 +115,12 @@ def import_graph() -> nx.DiGraph:
     return graph
 
 
-GRAPH = import_graph()
-
-
 def test_no_import_cycles() -> None:
-    cycles = [sorted(c) for c in nx.strongly_connected_components(GRAPH) if len(c) > 1]
+    cycles = [
+        sorted(c)
+        for c in nx.strongly_connected_components(import_graph())
+        if len(c) > 1
+    ]
     assert not cycles, "import cycles (strongly connected modules):\n" + "\n".join(
         " <-> ".join(cycle) for cycle in cycles
     )
@@ -125,9 +128,9 @@ def test_no_import_cycles() -> None:
 
 def test_layers_import_only_the_layers_below() -> None:
     wrong = [
-        f"{a} (line {GRAPH.edges[a, b]['line']}) imports {b}: layer '{layer(a)}' "
+        f"{a} (line {import_graph().edges[a, b]['line']}) imports {b}: layer '{layer(a)}' "
         f"may import only {sorted(ALLOWED[layer(a)])}"
-        for a, b in GRAPH.edges
+        for a, b in import_graph().edges
         if layer(b) not in ALLOWED[layer(a)]
     ]
     assert not wrong, "\n".join(wrong)
@@ -149,7 +152,7 @@ def test_lower_layers_do_not_import_what_they_must_not_know(lower: str) -> None:
 def test_private_modules_stay_in_their_folder() -> None:
     wrong = [
         f"{a} imports {b}, private to {b.rpartition('.')[0]}"
-        for a, b in GRAPH.edges
+        for a, b in import_graph().edges
         if b.rpartition(".")[2].startswith("_")
         and not b.endswith("__init__")
         and a.rpartition(".")[0] != b.rpartition(".")[0]
@@ -159,9 +162,9 @@ def test_private_modules_stay_in_their_folder() -> None:
 
 def test_the_checker_sees_imports() -> None:
     """The graph is not vacuous: known edges of each kind are in it."""
-    assert GRAPH.has_edge("qidao.compiler.compile", "qidao.compiler.pipeline")
-    assert GRAPH.has_edge(
+    assert import_graph().has_edge("qidao.compiler.compile", "qidao.compiler.pipeline")
+    assert import_graph().has_edge(
         "qidao.passes.graph.layout", "qidao.passes.graph._layout_chains"
     )
-    assert GRAPH.has_edge("qidao.tools.cli", "qidao.examples")  # in a function
+    assert import_graph().has_edge("qidao.tools.cli", "qidao.examples")  # in a function
     assert layer("qidao.onnx_backend") == "api" and layer("qidao") == "api"

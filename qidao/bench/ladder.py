@@ -41,7 +41,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -420,8 +420,10 @@ def run_ladder(
     peak: bool = True,
     records: Path | None = None,
     tune_trials: int = 32,
+    only: Collection[str] | None = None,
 ) -> list[Row]:
-    """Every rung, PyTorch, NumPy and the peak, each in its own process.
+    """Every rung, PyTorch, NumPy and the peak, each in its own process; only the
+    rows named in ``only`` when given (rungs, ``pytorch``, ``numpy``, ``peak``).
 
     The ``tuned`` rung applies the best record of ``records``; without one, the
     ladder first runs ``qidao tune matmul{n}`` for ``tune_trials`` trials (seed
@@ -442,10 +444,19 @@ def run_ladder(
     jobs += [("torch", "pytorch"), ("numpy", "numpy")]
     if peak:
         jobs.append(("peak", "peak"))
+    if only is not None:
+        unknown = sorted(set(only) - {name for _, name in jobs})
+        if unknown:
+            raise ValueError(
+                f"no ladder row named {', '.join(unknown)}; the rows are: "
+                + ", ".join(name for _, name in jobs)
+            )
+        jobs = [(kind, name) for kind, name in jobs if name in only]
     flops = 2.0 * n**3
-    if records is None:
+    if records is None and any(name == "tuned" for _, name in jobs):
         records = tune_for_ladder(n, threads, tune_trials, csv_path, progress)
-    os.environ[RECORDS_ENV] = str(records)  # the tuned rung's worker inherits it
+    if records is not None:  # the tuned rung's worker inherits it
+        os.environ[RECORDS_ENV] = str(records)
     rows: list[Row] = []
     bar = tqdm(jobs, desc="ladder", unit="run", disable=not progress, file=sys.stderr)
     for kind, name in bar:

@@ -214,6 +214,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if "ladder" in args.workloads:  # the special workload: the schedule ladder
         return cmd_bench_ladder(args)
+    if args.rung:
+        raise ValueError(
+            "--rung picks rows of the ladder: qidao bench ladder --rung ..."
+        )
     if args.workloads[:1] == ["train"]:  # training steps: qidao bench train [mlp ...]
         return cmd_bench_train(args)
     if args.workloads[:1] == ["checkpoint"]:  # qidao bench checkpoint [mlp resnet]
@@ -342,6 +346,7 @@ def cmd_bench_ladder(args: argparse.Namespace) -> int:
         plot_path=_plot_path(args, "bench-results/ladder.png"),
         records=Path(args.records) if args.records else None,
         tune_trials=args.tune_trials,
+        only=args.rung,
     )
     print(format_table(rows))
     print(f"\nCSV: {args.csv}" + (f"; plot: {args.plot}" if args.plot else ""))
@@ -572,6 +577,12 @@ def _add_bench(sub: Any) -> None:
         "--records",
         help="ladder: the tuned rung applies this records file's best record "
         "(default: tune first, into ladder-tune.jsonl beside the CSV)",
+    )
+    p.add_argument(
+        "--rung",
+        action="append",
+        metavar="NAME",
+        help="ladder: only this row (repeatable): a rung, pytorch, numpy or peak",
     )
     p.add_argument(
         "--tune-trials",

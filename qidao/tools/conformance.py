@@ -4,6 +4,9 @@
     qidao conformance onnx --op Relu --op Conv # only these operators
     qidao conformance onnx --csv out.csv       # one row per case, with its reason
     qidao conformance onnx --isolate --jobs 2  # each operator in its own process
+    qidao conformance onnx --per-op 1          # the first case of each operator
+    qidao conformance onnx --isolate --jobs 2 \
+        --check-baseline tests/data/onnx_conformance_baseline.json
     qidao conformance onnx --write-baseline tests/data/onnx_conformance_baseline.json
 
 The cases come from ``onnx.backend.test.case.node.collect_testcases()``: generated
@@ -15,7 +18,10 @@ a child process too, so even a crash in native code is recorded (as a fail of th
 cases that had not reported yet) instead of ending the run.
 
 The baseline (``tests/data/onnx_conformance_baseline.json``) holds the pass count per
-operator; ``tests/tools/test_conformance.py`` fails when one drops below it.
+operator and the name of every passing case. ``--check-baseline`` exits with status 1
+when a case it lists does not pass (any subset of the cases can be checked: the
+test suite checks the first case of each operator, ``--per-op 1``; the whole run is
+the check to make before changing the ONNX frontend).
 """
 
 from __future__ import annotations
@@ -49,17 +55,33 @@ BASELINE = Path(__file__).parents[2] / "tests/data/onnx_conformance_baseline.jso
 """The checked-in pass counts per operator (in the source tree)."""
 
 
-def node_cases(ops: Collection[str] | None = None) -> list[tuple[str, Any]]:
+def node_cases(
+    ops: Collection[str] | None = None, per_op: int | None = None
+) -> list[tuple[str, Any]]:
     """ONNX's node test cases as ``(operator, case)``, sorted by operator then name;
-    only the operators in ``ops`` (and their ``(expanded)`` cases) when given."""
+    only the operators in ``ops`` (and their ``(expanded)`` cases) when given, and
+    only the first ``per_op`` cases of each operator when given."""
+    if per_op is not None and per_op < 1:
+        raise ValueError(f"per_op must be at least 1, got {per_op}")
     cases = _all_cases()
     op_of = case_ops(cases)
-    chosen = [
-        (op_of[c.name], c)
-        for c in cases
-        if not ops or op_of[c.name].removesuffix(EXPANDED) in ops
-    ]
-    return sorted(chosen, key=lambda pair: (pair[0], pair[1].name))
+    chosen = sorted(
+        (
+            (op_of[c.name], c)
+            for c in cases
+            if not ops or op_of[c.name].removesuffix(EXPANDED) in ops
+        ),
+        key=lambda pair: (pair[0], pair[1].name),
+    )
+    if per_op is None:
+        return chosen
+    taken: Counter[str] = Counter()
+    kept = []
+    for op, case in chosen:
+        taken[op] += 1
+        if taken[op] <= per_op:
+            kept.append((op, case))
+    return kept
 
 
 @functools.cache
@@ -73,13 +95,17 @@ def _all_cases() -> list[Any]:
 
 
 def run_conformance(
-    ops: Collection[str] | None = None, isolate: bool = False, jobs: int = 1
+    ops: Collection[str] | None = None,
+    isolate: bool = False,
+    jobs: int = 1,
+    per_op: int | None = None,
 ) -> list[CaseResult]:
-    """Run the cases (of ``ops``, or all); one result per case, in case order.
+    """Run the cases (of ``ops``, or all; the first ``per_op`` of each operator when
+    given); one result per case, in case order.
 
     ``isolate`` runs them in ``jobs`` child processes, each taking a share of the
     operators."""
-    cases = node_cases(ops)
+    cases = node_cases(ops, per_op)
     if not isolate:
         return [run_case(case, op) for op, case in cases]
     shares: list[list[tuple[str, str]]] = [[] for _ in range(max(1, jobs))]
@@ -206,7 +232,8 @@ def write_csv(results: Sequence[CaseResult], path: Path) -> None:
 
 def baseline_of(results: Sequence[CaseResult]) -> dict[str, Any]:
     """The baseline document: pass counts per operator (operators with a pass), the
-    totals, and the ONNX version the cases came from."""
+    names of the passing cases, the totals, and the ONNX version the cases came
+    from."""
     import onnx
 
     n = totals(results)
@@ -215,6 +242,7 @@ def baseline_of(results: Sequence[CaseResult]) -> dict[str, Any]:
         "onnx": onnx.__version__,
         "totals": {status: n[status] for status in (PASS, FAIL, UNSUPPORTED)},
         "pass": {op: count for op, count in passes.items() if count},
+        "passing": sorted(r.case for r in results if r.status == PASS),
     }
 
 
@@ -223,18 +251,52 @@ def write_baseline(results: Sequence[CaseResult], path: Path) -> None:
     path.write_text(json.dumps(baseline_of(results), indent=1, sort_keys=True) + "\n")
 
 
+def read_baseline(path: Path) -> dict[str, Any]:
+    """The baseline at ``path``, checked: a JSON object whose ``passing`` is a list
+    of case names and whose ``pass`` maps operators to counts."""
+    try:
+        doc: Any = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        message = f"cannot read the conformance baseline {path}: {error}"
+        raise ValueError(message) from error
+    passing = doc.get("passing") if isinstance(doc, dict) else None
+    counts = doc.get("pass") if isinstance(doc, dict) else None
+    if not (
+        isinstance(passing, list)
+        and all(isinstance(name, str) for name in passing)
+        and isinstance(counts, dict)
+        and all(isinstance(n, int) for n in counts.values())
+    ):
+        raise ValueError(
+            f"{path} is not a conformance baseline (expected a JSON object with "
+            "'passing', a list of case names, and 'pass', counts per operator); "
+            "write one with `qidao conformance onnx --write-baseline PATH`"
+        )
+    return dict(doc)
+
+
 def compare_baseline(
     results: Sequence[CaseResult], baseline: dict[str, Any]
-) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
-    """(regressions, improvements): operator -> (baseline passes, passes now) for
-    the operators whose pass count dropped, and those whose count rose."""
-    now = {op: s.counts[PASS] for op, s in summarize(results).items()}
-    before: dict[str, int] = baseline["pass"]
-    worse = {op: (n, now.get(op, 0)) for op, n in before.items() if now.get(op, 0) < n}
-    better = {
-        op: (before.get(op, 0), n) for op, n in now.items() if n > before.get(op, 0)
-    }
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(regressions, improvements) among the cases that ran: operator -> the names
+    of its cases the baseline lists as passing that do not pass now, and of those
+    that pass now but are not listed."""
+    listed = set(baseline["passing"])
+    worse: dict[str, list[str]] = {}
+    better: dict[str, list[str]] = {}
+    for r in results:
+        if r.case in listed and r.status != PASS:
+            worse.setdefault(r.op, []).append(f"{r.case} ({r.status}: {r.reason})")
+        elif r.case not in listed and r.status == PASS:
+            better.setdefault(r.op, []).append(r.case)
     return dict(sorted(worse.items())), dict(sorted(better.items()))
+
+
+def format_changes(changes: dict[str, list[str]]) -> str:
+    """One line per case, under its operator."""
+    return "\n".join(
+        f"  {op}: {case}" for op, cases in changes.items() for case in cases
+    )
 
 
 def add_conformance_parser(sub: Any) -> None:
@@ -256,8 +318,21 @@ def add_conformance_parser(sub: Any) -> None:
     p.add_argument(
         "--write-baseline",
         metavar="PATH",
-        help="write the pass counts per operator here (the test's baseline: "
-        "tests/data/onnx_conformance_baseline.json)",
+        help="write the pass counts per operator and the passing cases here (the "
+        "test's baseline: tests/data/onnx_conformance_baseline.json); needs every "
+        "case of the operators run (no --per-op)",
+    )
+    p.add_argument(
+        "--check-baseline",
+        metavar="PATH",
+        help="exit with status 1 if a case this baseline lists as passing does not "
+        "pass now (only the cases that ran are checked)",
+    )
+    p.add_argument(
+        "--per-op",
+        type=int,
+        metavar="N",
+        help="only the first N cases of each operator (by name): a quick sample",
     )
     p.add_argument(
         "--isolate",
@@ -285,8 +360,16 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             f"no ONNX node test cases for operator(s) {', '.join(unknown)}; the "
             f"operators are: {', '.join(sorted(known))}"
         )
+    if args.write_baseline and args.per_op is not None:
+        raise ValueError(
+            "--write-baseline records every case of the operators run; leave out "
+            f"--per-op {args.per_op}"
+        )
+    baseline = read_baseline(Path(args.check_baseline)) if args.check_baseline else None
     start = time.perf_counter()
-    results = run_conformance(args.op, isolate=args.isolate, jobs=args.jobs)
+    results = run_conformance(
+        args.op, isolate=args.isolate, jobs=args.jobs, per_op=args.per_op
+    )
     seconds = time.perf_counter() - start
     print(format_table(results))
     print(f"\n{len(results)} cases in {seconds:.1f} s")
@@ -300,7 +383,25 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     if args.write_baseline:
         write_baseline(results, Path(args.write_baseline))
         print(f"baseline: {args.write_baseline}")
-    return 1 if any(r.status == FAIL for r in results) else 0
+    regressed = False
+    if baseline is not None:
+        worse, better = compare_baseline(results, baseline)
+        if better:
+            print(
+                "\npassing now, not in the baseline (record them with "
+                f"--write-baseline {args.check_baseline}):\n" + format_changes(better)
+            )
+        if worse:
+            print(
+                f"\nlisted as passing in {args.check_baseline}, not passing now:\n"
+                + format_changes(worse)
+            )
+        regressed = bool(worse)
+        listed = set(baseline["passing"])
+        checked = sum(r.case in listed for r in results)
+        lost = sum(map(len, worse.values()))
+        print(f"baseline: {checked} passing cases checked, {lost} no longer pass")
+    return 1 if regressed or any(r.status == FAIL for r in results) else 0
 
 
 def _child() -> None:

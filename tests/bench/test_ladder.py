@@ -11,6 +11,7 @@ import pytest
 import qidao
 from qidao.bench import ladder
 from qidao.compiler.schedule import Schedule
+from qidao.tools.cli import main
 
 N = 256  # the smallest size the rungs' 8 x 256 tiles fit without tails
 
@@ -134,9 +135,10 @@ def test_tuned_rung_without_a_record_fails_clearly(tmp_path: Path) -> None:
         progress=False,
         peak=False,
         records=empty,
+        only=["tuned"],
     )
-    tuned = next(r for r in rows if r.rung == "tuned")
-    assert "no record for" in tuned.error
+    (tuned,) = rows
+    assert tuned.rung == "tuned" and "no record for" in tuned.error
 
 
 def test_plot(tmp_path: Path) -> None:
@@ -151,3 +153,23 @@ def test_plot(tmp_path: Path) -> None:
     path = tmp_path / "ladder.png"
     ladder.plot_ladder(rows, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_only_the_named_rows_run_and_an_unknown_name_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rows = ladder.run_ladder(
+        n=N,
+        min_time=0.0,
+        min_calls=1,
+        max_calls=1,
+        progress=False,
+        only=["naive", "numpy"],
+    )
+    assert [r.rung for r in rows] == ["naive", "numpy"]
+    assert not [r.error for r in rows if r.error]
+    assert rows[0].ratios["numpy"] == pytest.approx(rows[0].gflops / rows[1].gflops)
+    with pytest.raises(ValueError, match="no ladder row named blocked; the rows are: "):
+        ladder.run_ladder(n=N, progress=False, only=["blocked", "naive"])
+    assert main(["bench", "chain", "--rung", "naive"]) == 2
+    assert "--rung picks rows of the ladder" in capsys.readouterr().err

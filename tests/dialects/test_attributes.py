@@ -9,6 +9,7 @@ string that is a statement of its own) may show IR text and are not counted.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from qidao.dialects import attributes
@@ -36,6 +37,7 @@ def _qd_literals(path: Path) -> list[tuple[int, str]]:
     ]
 
 
+@functools.cache  # once, when a test asks (not at collection, in every worker)
 def _found() -> dict[str, list[tuple[int, str]]]:
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -46,13 +48,10 @@ def _found() -> dict[str, list[tuple[int, str]]]:
     return found
 
 
-FOUND = _found()
-
-
 def test_no_qd_string_outside_the_attributes_module() -> None:
     wrong = [
         f"{name}:{line}: {value!r}"
-        for name, literals in FOUND.items()
+        for name, literals in _found().items()
         for line, value in literals
     ]
     assert not wrong, (
