@@ -30,6 +30,7 @@ from qidao.tools.cli import main
 from qidao.tools.conformance import (
     BASELINE,
     compare_baseline,
+    format_changes,
     format_table,
     node_cases,
     read_baseline,
@@ -61,13 +62,11 @@ def test_no_sampled_case_falls_behind_the_baseline(sample: list[CaseResult]) -> 
     worse, better = compare_baseline(sample, read_baseline(BASELINE))
     if better:
         print(
-            f"passing cases the baseline does not list (record them with `{UPDATE}`):\n"
-            + "\n".join(
-                f"  {op}: {case}" for op, cases in better.items() for case in cases
-            )
+            "passing cases the baseline does not list (record them with "
+            f"`{UPDATE}`):\n" + format_changes(better)
         )
     assert not worse, "cases the baseline lists as passing that fail now:\n" + (
-        "\n".join(f"  {op}: {case}" for op, cases in worse.items() for case in cases)
+        format_changes(worse)
     )
 
 
