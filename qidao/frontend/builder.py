@@ -197,6 +197,14 @@ in float32: max exact, sums rounded once to f16 at the end). Only ``max_pool2d``
 widens integers; the other ops widen f16 alone."""
 
 
+_EXACT_IN_FLOAT32 = frozenset(
+    {"float16", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"}
+    | {"float8_e5m2fnuz", "float4_e2m1fn", "bool", "int8", "uint8", "int16"}
+    | {"uint16", "int4", "uint4", "int2", "uint2"}
+)
+"""dtypes whose every value is a float32 (a saturating cast clamps them there)."""
+
+
 def _pair(value: IntOrPair, what: str) -> tuple[int, int]:
     if isinstance(value, int):
         return (value, value)
@@ -397,9 +405,69 @@ class Graph:
     def abs(self, x: Value) -> Value:
         return self._emit("abs", lambda: tg.AbsOp(x.ssa), x)
 
+    def round(self, x: Value) -> Value:
+        """Round half to even (NumPy ``round``), on floats; exact."""
+        return self._emit("round", lambda: tg.RoundOp(x.ssa), x)
+
     def pow(self, base: TensorLike, exponent: TensorLike) -> Value:
         """``base ** exponent`` on floats (NumPy ``power``)."""
         return self._binary(tg.PowOp, "pow", base, exponent)
+
+    def fmod(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        """C's ``fmod`` on floats: the exact remainder, with the sign of ``lhs``."""
+        return self._binary(tg.FmodOp, "fmod", lhs, rhs)
+
+    def tan(self, x: Value) -> Value:
+        """Elementwise tangent (radians), on floats; so are the functions below."""
+        return self._emit("tan", lambda: tg.TanOp(x.ssa), x)
+
+    def asin(self, x: Value) -> Value:
+        return self._emit("asin", lambda: tg.AsinOp(x.ssa), x)
+
+    def acos(self, x: Value) -> Value:
+        return self._emit("acos", lambda: tg.AcosOp(x.ssa), x)
+
+    def atan(self, x: Value) -> Value:
+        return self._emit("atan", lambda: tg.AtanOp(x.ssa), x)
+
+    def sinh(self, x: Value) -> Value:
+        return self._emit("sinh", lambda: tg.SinhOp(x.ssa), x)
+
+    def cosh(self, x: Value) -> Value:
+        return self._emit("cosh", lambda: tg.CoshOp(x.ssa), x)
+
+    def asinh(self, x: Value) -> Value:
+        return self._emit("asinh", lambda: tg.AsinhOp(x.ssa), x)
+
+    def acosh(self, x: Value) -> Value:
+        return self._emit("acosh", lambda: tg.AcoshOp(x.ssa), x)
+
+    def atanh(self, x: Value) -> Value:
+        return self._emit("atanh", lambda: tg.AtanhOp(x.ssa), x)
+
+    # ---- bitwise ------------------------------------------------------------------
+
+    def bitwise_and(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        """``lhs & rhs`` on integers and bools (so are ``|``, ``^`` and ``~``)."""
+        return self._binary(tg.BitwiseAndOp, "bitwise_and", lhs, rhs)
+
+    def bitwise_or(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.BitwiseOrOp, "bitwise_or", lhs, rhs)
+
+    def bitwise_xor(self, lhs: TensorLike, rhs: TensorLike) -> Value:
+        return self._binary(tg.BitwiseXorOp, "bitwise_xor", lhs, rhs)
+
+    def bitwise_not(self, x: Value) -> Value:
+        return self._emit("bitwise_not", lambda: tg.BitwiseNotOp(x.ssa), x)
+
+    def shift_left(self, x: TensorLike, amount: TensorLike) -> Value:
+        """``x << amount`` on integers; an amount of the bit width or more gives 0."""
+        return self._binary(tg.ShiftLeftOp, "shift_left", x, amount)
+
+    def shift_right(self, x: TensorLike, amount: TensorLike) -> Value:
+        """``x >> amount`` on integers: logical on unsigned ones, arithmetic on
+        signed ones (an amount of the bit width or more: 0, or -1 for x < 0)."""
+        return self._binary(tg.ShiftRightOp, "shift_right", x, amount)
 
     # ---- comparisons, logic, select, cast ----------------------------------------
 
@@ -443,13 +511,29 @@ class Graph:
         a, b = self._operands(x, y)
         return self._emit("where", lambda: tg.SelectOp(c.ssa, a.ssa, b.ssa), c, a, b)
 
-    def cast(self, x: Value, dtype: str) -> Value:
+    def cast(self, x: Value, dtype: str, saturate: bool = False) -> Value:
         """``x.astype(dtype)`` (``tg.cast``'s rules: float to int truncates, NaN and
-        out-of-range values have no defined result)."""
+        out-of-range values have no defined result; bfloat16, the float8s, float4
+        and 4/2-bit integers as ``ml_dtypes``). ``saturate`` (a float8 ``dtype``
+        only, ONNX Cast's): values beyond its largest finite value, infinities
+        too, become that value (a clamp first, in float32, or float64 for a
+        float64 or integer ``x``); NaN stays NaN."""
         try:
             element_type = element_type_of(dtype)
         except ValueError as e:
             raise GraphError(f"cast: {e}") from None
+        if saturate:
+            if not dtype.startswith("float8"):
+                raise GraphError(
+                    f"cast: saturate applies to the float8 dtypes, not to {dtype}"
+                )
+            if x.dtype != "float32":
+                exact = "float32" if x.dtype in _EXACT_IN_FLOAT32 else "float64"
+                x = self.cast(x, exact)
+            import ml_dtypes  # here: importing it takes about 0.6 s
+
+            limit = float(ml_dtypes.finfo(dtype).max)
+            x = self.minimum(self.maximum(x, -limit), limit)
         return self._emit("cast", lambda: tg.CastOp(x.ssa, element_type), x)
 
     # ---- contractions -----------------------------------------------------------
@@ -624,6 +708,80 @@ class Graph:
             "gather_elements", lambda: tg.GatherElementsOp(x.ssa, i.ssa, axis), x, i
         )
 
+    def grid_sample(
+        self,
+        x: Value,
+        grid: Value,
+        mode: str = "linear",
+        padding_mode: str = "zeros",
+        align_corners: bool = False,
+    ) -> Value:
+        """ONNX ``GridSample`` / ``F.grid_sample``: ``x [N, C, D..]`` sampled at
+        the normalized coordinates of ``grid [N, O.., k]`` (a ``tg.grid_sample``;
+        ``mode`` nearest, linear or cubic; ``padding_mode`` zeros, border or
+        reflection)."""
+        return self._emit(
+            "grid_sample",
+            lambda: tg.GridSampleOp(x.ssa, grid.ssa, mode, padding_mode, align_corners),
+            x,
+            grid,
+        )
+
+    def gather_nd(
+        self, x: Value, indices: Value | npt.ArrayLike, batch_dims: int = 0
+    ) -> Value:
+        """ONNX ``GatherND``: each k-tuple of int32/int64 ``indices`` (its last
+        dimension) picks a slice of ``x`` after the first ``batch_dims`` dimensions,
+        which ``x`` and the indices share (a ``tg.gather_nd``). Out-of-range
+        components are clamped, as in ``take``."""
+        i = self._indices(indices, "gather_nd")
+        return self._emit(
+            "gather_nd", lambda: tg.GatherNdOp(x.ssa, i.ssa, batch_dims), x, i
+        )
+
+    def scatter_elements(
+        self,
+        x: Value,
+        indices: Value | npt.ArrayLike,
+        updates: Value,
+        axis: int = 0,
+        reduction: str = "none",
+    ) -> Value:
+        """ONNX ``ScatterElements`` / ``torch.scatter``: a copy of ``x`` with
+        ``updates[p]`` written at ``p`` with ``p[axis]`` replaced by ``indices[p]``,
+        or combined there by ``reduction`` (``add``, ``mul``, ``max``, ``min``); a
+        ``tg.scatter_elements``. Repeated indices apply in row-major order (the last
+        wins for ``none``); out-of-range ones are skipped
+        (``qidao/dialects/tg/scatter.py``)."""
+        i = self._indices(indices, "scatter_elements")
+        return self._emit(
+            "scatter_elements",
+            lambda: tg.ScatterElementsOp(x.ssa, i.ssa, updates.ssa, axis, reduction),
+            x,
+            i,
+            updates,
+        )
+
+    def scatter_nd(
+        self,
+        x: Value,
+        indices: Value | npt.ArrayLike,
+        updates: Value,
+        reduction: str = "none",
+    ) -> Value:
+        """ONNX ``ScatterND``: a copy of ``x`` where the slice that each k-tuple of
+        ``indices`` picks is ``updates[b]``, or combined with it by ``reduction``;
+        a ``tg.scatter_nd``, with ``scatter_elements``' rules for repeated and
+        out-of-range indices."""
+        i = self._indices(indices, "scatter_nd")
+        return self._emit(
+            "scatter_nd",
+            lambda: tg.ScatterNdOp(x.ssa, i.ssa, updates.ssa, reduction),
+            x,
+            i,
+            updates,
+        )
+
     def _indices(self, indices: Value | npt.ArrayLike, what: str) -> Value:
         if isinstance(indices, Value):
             return self._own(indices, what)
@@ -631,6 +789,73 @@ class Graph:
         if array.dtype.kind not in "iu":
             raise GraphError(f"{what} indices must be integers, got {array.dtype}")
         return self.constant(array.astype(np.int64), dtype="int64")
+
+    # ---- repeats, running totals and selections --------------------------------
+
+    def tile(self, x: Value, repeats: Sequence[int]) -> Value:
+        """``np.tile(x, repeats)`` (``repeats`` shorter than the rank repeat the last
+        dimensions; longer ones add leading dimensions). Each repeated dimension
+        ``d`` becomes a pair ``(1, d)`` (a free reshape), broadcast to ``(r, d)``
+        (a free view), made row-major by one copy kernel (a nest over ``(r0, d0,
+        r1, d1, ...)``: affine reads, no ``floordiv``/``mod``), whose row-major
+        reshape to ``(r0 * d0, ...)`` is free again."""
+        reps = [int(r) for r in repeats]
+        if any(r < 0 for r in reps):
+            raise GraphError(f"tile: repeats {reps} must not be negative")
+        rank = max(len(reps), x.rank)
+        reps = [1] * (rank - len(reps)) + reps
+        dims = [1] * (rank - x.rank) + list(x.shape)
+        paired: list[int] = []
+        spread: list[int] = []
+        for r, d in zip(reps, dims, strict=True):
+            paired += [d] if r == 1 else [1, d]
+            spread += [d] if r == 1 else [r, d]
+        final = [r * d for r, d in zip(reps, dims, strict=True)]
+        if paired == dims:  # nothing repeats
+            return x if tuple(dims) == x.shape else self.reshape(x, dims)
+        y = self.broadcast(self.reshape(x, paired), spread)
+        return self.reshape(self.contiguous(y), final)
+
+    def cumsum(
+        self, x: Value, axis: int, exclusive: bool = False, reverse: bool = False
+    ) -> Value:
+        """Running sum along ``axis`` (``np.cumsum``; ``exclusive`` and ``reverse``
+        as ONNX's ``CumSum``): a ``tg.cumsum``, f16 through float32."""
+        return self._cumulative(tg.CumsumOp, "cumsum", x, axis, exclusive, reverse)
+
+    def cumprod(
+        self, x: Value, axis: int, exclusive: bool = False, reverse: bool = False
+    ) -> Value:
+        """Running product along ``axis`` (``np.cumprod``; flags as ``cumsum``)."""
+        return self._cumulative(tg.CumprodOp, "cumprod", x, axis, exclusive, reverse)
+
+    def _cumulative(
+        self,
+        cls: type[tg.CumulativeOp],
+        what: str,
+        x: Value,
+        axis: int,
+        exclusive: bool,
+        reverse: bool,
+    ) -> Value:
+        if x.dtype == "float16":
+            y = self._cumulative(
+                cls, what, self.cast(x, "float32"), axis, exclusive, reverse
+            )
+            return self.cast(y, "float16")
+        return self._emit(what, lambda: cls(x.ssa, axis, exclusive, reverse), x)
+
+    def top_k(
+        self, x: Value, k: int, axis: int = -1, largest: bool = True
+    ) -> tuple[Value, Value]:
+        """The ``k`` largest (or smallest) entries of every row along ``axis`` and
+        their int64 positions, in order (ties by position, NaN above every number):
+        a ``tg.top_k_indices`` and the ``tg.gather_elements`` of ``x`` by it."""
+        keys = self.cast(x, "float32") if x.dtype == "float16" else x
+        indices = self._emit(
+            "top_k", lambda: tg.TopKIndicesOp(keys.ssa, axis, k, largest), keys
+        )
+        return self.gather_elements(x, indices, axis), indices
 
     # ---- reductions and nn ------------------------------------------------------
 
@@ -649,6 +874,12 @@ class Graph:
         self, x: Value, axes: int | Sequence[int] | None = None, keepdims: bool = False
     ) -> Value:
         return self._reduce(tg.ReduceMaxOp, "reduce_max", x, axes, keepdims)
+
+    def reduce_prod(
+        self, x: Value, axes: int | Sequence[int] | None = None, keepdims: bool = False
+    ) -> Value:
+        """Product over ``axes``, on floats and integers (wrapping around)."""
+        return self._reduce(tg.ReduceProdOp, "reduce_prod", x, axes, keepdims)
 
     def softmax(self, x: Value, axis: int = -1) -> Value:
         """``exp(x - max) / sum(exp(x - max))`` along ``axis``. On float16 it is

@@ -54,11 +54,14 @@ class UnsupportedOpsError(OnnxImportError, UnsupportedError):
 
 class ConstantRequiredError(OnnxImportError):
     """A node needs the value of runtime tensors at compile time; ``names`` are
-    those ONNX tensors (the node's inputs that must be constants)."""
+    those ONNX tensors (the node's inputs that must be constants). ``shape`` says
+    the value fixes a shape (``Resize`` scales, a ``OneHot`` depth), so a small
+    float graph input it comes from may be bound too (``specialize.py``)."""
 
-    def __init__(self, message: str, names: list[str]) -> None:
+    def __init__(self, message: str, names: list[str], shape: bool = False) -> None:
         super().__init__(message)
         self.names = tuple(names)
+        self.shape = shape
 
 
 class MlirError(FrontendError):

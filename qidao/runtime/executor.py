@@ -52,6 +52,17 @@ out by the previous call is reused when no reference to it (or to a view of it) 
 left, which the caller cannot observe. Smaller outputs are always ``np.empty``."""
 
 
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """NumPy's dtype named ``name``; bfloat16, the float8s and the 4- and 2-bit
+    integers are ``ml_dtypes``', imported on first use (it takes about 0.6 s)."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes  # noqa: F401  (registers them with NumPy)
+
+        return np.dtype(name)
+
+
 ALIGNED_OUTPUT_BYTES = 4096
 """Outputs at least this big are 64-byte aligned (see the module docstring)."""
 
@@ -111,7 +122,7 @@ def ndarray_entry_ir(entry: str, n_args: int) -> str:
 def dtype_mismatch(got: np.dtype[Any], expected: str) -> str:
     """How an input's dtype ``got`` differs from ``expected`` (for an error that
     follows "got "): a big-endian float32 is named as such, not as "float32"."""
-    if got.newbyteorder("=") == np.dtype(expected):
+    if got.newbyteorder("=") == numpy_dtype(expected):
         return (
             f"dtype {got.name} in non-native byte order ('{got.str}'); convert it "
             f"with x.astype('{expected}')"
@@ -129,7 +140,7 @@ class TensorSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+        object.__setattr__(self, "dtype", numpy_dtype(self.dtype).name)
 
     def describe(self) -> str:
         return f"ndarray of shape {self.shape} and dtype {self.dtype}"
@@ -192,7 +203,7 @@ class NativeFunction:
             array = np.asarray(array)
         if not isinstance(array, np.ndarray):
             raise self._bad(i, spec, f"an object of type {type(array).__name__}")
-        if array.dtype != np.dtype(spec.dtype):
+        if array.dtype != numpy_dtype(spec.dtype):
             raise self._bad(i, spec, dtype_mismatch(array.dtype, spec.dtype))
         if array.shape != spec.shape:
             raise self._bad(i, spec, f"shape {array.shape}")
@@ -230,7 +241,7 @@ class NativeFunction:
             lines.append(f"    {', '.join(params)}{',' if n_in == 1 else ''} = args")
         addresses = []
         for i, spec in enumerate(self.inputs):
-            dtype = np.dtype(spec.dtype)
+            dtype = numpy_dtype(spec.dtype)
             env[f"d{i}"] = dtype
             env[f"s{i}"] = spec.shape
             env[f"st{i}"] = np.empty(spec.shape, dtype).strides  # row-major strides
@@ -247,7 +258,7 @@ class NativeFunction:
         outs = []
         env["getrefcount"] = sys.getrefcount
         for j, spec in enumerate(self.outputs):
-            dtype = np.dtype(spec.dtype)
+            dtype = numpy_dtype(spec.dtype)
             env[f"od{j}"] = dtype
             env[f"os{j}"] = spec.shape
             nbytes = int(np.prod(spec.shape)) * dtype.itemsize
@@ -306,10 +317,10 @@ class NativeFunction:
         for j, spec in enumerate(self.outputs):
             out = given.get(j)
             if out is None:
-                out = empty_aligned(spec.shape, np.dtype(spec.dtype))
+                out = empty_aligned(spec.shape, numpy_dtype(spec.dtype))
             elif (
                 not isinstance(out, np.ndarray)
-                or out.dtype != np.dtype(spec.dtype)
+                or out.dtype != numpy_dtype(spec.dtype)
                 or out.shape != spec.shape
                 or not (out.flags.c_contiguous and out.flags.aligned)
                 or not out.flags.writeable

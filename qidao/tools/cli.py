@@ -8,6 +8,7 @@
     qidao run MODEL --inputs in.npz --save out.npz
     qidao profile MODEL --threads 1 # the median time of every kernel, largest first
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
+    qidao bench sweep --only bert   # transformers architectures: ORT, qidao, torch.compile
     qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
     qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
@@ -45,6 +46,7 @@ from qidao.tools.explain_command import add_explain_parser
 from qidao.tools.fuzz import add_fuzz_parser
 from qidao.tools.inputs import load_inputs
 from qidao.tools.pipeline_command import add_pipeline_parser
+from qidao.tools.sweep_command import add_sweep_arguments, cmd_bench_sweep
 from qidao.tools.tune import add_tune_parser
 
 DEFAULT_MODEL = "book"
@@ -222,6 +224,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_train(args)
     if args.workloads[:1] == ["checkpoint"]:  # qidao bench checkpoint [mlp resnet]
         return cmd_bench_checkpoint(args)
+    if args.workloads[:1] == ["sweep"]:  # qidao bench sweep: qidao/bench/sweep.py
+        return cmd_bench_sweep(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
     ]
@@ -558,7 +562,9 @@ def _add_bench(sub: Any) -> None:
         "the schedule ladder (naive, split, reorder, vectorize, parallel, ...), or "
         "'train [mlp cnn encoder]': one SGD training step against PyTorch eager, "
         "or 'checkpoint [mlp resnet]': activation checkpointing's memory and time "
-        "over k, against torch.utils.checkpoint and the book's formulas",
+        "over k, against torch.utils.checkpoint and the book's formulas, or "
+        "'sweep': every transformers architecture through ONNX Runtime, qidao and "
+        "torch.compile (the sweep options below)",
     )
     p.add_argument(
         "--backends",
@@ -606,6 +612,7 @@ def _add_bench(sub: Any) -> None:
         help="checkpoint: the k values to sweep (default: 1..N)",
     )
     p.add_argument("--csv", help="CSV path (default: bench-results/<bench|ladder>.csv)")
+    add_sweep_arguments(p)
     p.set_defaults(run=cmd_bench)
 
 

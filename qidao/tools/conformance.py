@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from qidao.tools.conformance_cases import (
+    DEVIATES,
     EXPANDED,
     FAIL,
     PASS,
@@ -173,9 +174,9 @@ def totals(results: Iterable[CaseResult]) -> Counter[str]:
 
 
 def format_table(results: Sequence[CaseResult], width: int = 120) -> str:
-    """One row per operator: cases, pass, fail, unsupported, and the first fail
-    reason (else the first unsupported one); then the totals."""
-    rows = [("operator", "cases", PASS, FAIL, "unsup", "first reason")]
+    """One row per operator: cases, pass, fail, unsupported, deviates, and the first
+    fail reason (else the first unsupported one); then the totals."""
+    rows = [("operator", "cases", PASS, FAIL, "unsup", "dev", "first reason")]
     for s in summarize(results).values():
         reason = s.first_reason.get(FAIL) or s.first_reason.get(UNSUPPORTED, "")
         if s.counts[FAIL]:
@@ -187,6 +188,7 @@ def format_table(results: Sequence[CaseResult], width: int = 120) -> str:
                 str(s.counts[PASS]),
                 str(s.counts[FAIL]),
                 str(s.counts[UNSUPPORTED]),
+                str(s.counts[DEVIATES]),
                 reason,
             )
         )
@@ -199,18 +201,19 @@ def format_table(results: Sequence[CaseResult], width: int = 120) -> str:
             str(n[PASS]),
             str(n[FAIL]),
             str(n[UNSUPPORTED]),
+            str(n[DEVIATES]),
             f"{sum(1 for s in ops if s.counts[PASS] == s.cases)} of {len(ops)} "
             "operators pass every case",
         )
     )
-    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+    widths = [max(len(row[k]) for row in rows) for k in range(6)]
     lines = []
     for k, row in enumerate(rows):
         if k in (1, len(rows) - 1):
-            lines.append("-" * min(width, sum(widths) + 12 + 12))
+            lines.append("-" * min(width, sum(widths) + 14 + 12))
         cells = [row[0].ljust(widths[0])]
-        cells += [c.rjust(w) for c, w in zip(row[1:5], widths[1:], strict=True)]
-        line = "  ".join(cells) + "  " + row[5]
+        cells += [c.rjust(w) for c, w in zip(row[1:6], widths[1:], strict=True)]
+        line = "  ".join(cells) + "  " + row[6]
         lines.append(line if len(line) <= width else line[: width - 3] + "...")
     return "\n".join(lines)
 
@@ -237,7 +240,7 @@ def baseline_of(results: Sequence[CaseResult]) -> dict[str, Any]:
     passes = {op: s.counts[PASS] for op, s in summarize(results).items()}
     return {
         "onnx": onnx.__version__,
-        "totals": {status: n[status] for status in (PASS, FAIL, UNSUPPORTED)},
+        "totals": {status: n[status] for status in (PASS, FAIL, UNSUPPORTED, DEVIATES)},
         "pass": {op: count for op, count in passes.items() if count},
         "passing": sorted(r.case for r in results if r.status == PASS),
     }
@@ -300,7 +303,7 @@ def add_conformance_parser(sub: Any) -> None:
     """``qidao conformance onnx ...`` on the ``qidao`` command's subparsers."""
     p = sub.add_parser(
         "conformance",
-        help="run ONNX's own node test cases through qidao: pass/fail/unsupported",
+        help="run ONNX's own node test cases through qidao: pass/fail/unsupported/deviates",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -8,11 +8,19 @@ more sets of input and expected output arrays. Its outcome is one of:
 - ``unsupported``: qidao refuses it up front with its clear error: an op type it
   does not implement (``op: Foo``), a graph input or output that is not a tensor
   of a dtype tg has (``dtype: ...``: ``load.DTYPES`` are taken, i.e. float16/32/64,
-  the signed and unsigned integers of 8 to 64 bits and bool; bfloat16, the float8s,
-  2/4-bit integers and strings are not), or any other ``OnnxImportError`` (a
+  the signed and unsigned integers of 8 to 64 bits, bool, bfloat16, the float8s
+  but float8e8m0, float4e2m1 and the 2/4-bit integers; strings are not), or any
+  other ``OnnxImportError`` (a
   constant-only op given a runtime tensor, an attribute not supported yet, ...);
 - ``fail``: a bug: wrong numbers or shapes, an importer result that contradicts
-  ONNX shape inference, or any other exception while compiling or running.
+  ONNX shape inference, or any other exception while compiling or running;
+- ``deviates``: a case listed in ``DEVIATIONS``, whose expected outputs qidao
+  does not match for a stated reason: ONNX's reference and ONNX Runtime disagree
+  and qidao follows ONNX Runtime (and PyTorch), or the expected data carries
+  float32 rounding noise above the case's tolerance. It counts as a deviation, not
+  a pass, only when qidao's outputs match the listed oracle (ONNX Runtime on the
+  same model and inputs, or ``exact``: ONNX's reference on the model computed in
+  float64); else it is a fail.
 
 float16 cases: outputs compare in float64 with the case's own tolerances (mostly
 ``rtol=1e-3, atol=1e-7``), and one float16 ulp is 2^-11 to 2^-10 relative, so a
@@ -41,8 +49,30 @@ from onnx import numpy_helper
 
 from qidao.frontend.onnx.load import DTYPES
 
-PASS, FAIL, UNSUPPORTED = "pass", "fail", "unsupported"
-STATUSES = (PASS, FAIL, UNSUPPORTED)
+PASS, FAIL, UNSUPPORTED, DEVIATES = "pass", "fail", "unsupported", "deviates"
+STATUSES = (PASS, FAIL, UNSUPPORTED, DEVIATES)
+
+_ALIGN_CORNERS = (
+    "align_corners with scales whose output length L * scale is not an integer: "
+    "ONNX's reference divides by L * scale - 1, ONNX Runtime and PyTorch by the "
+    "integer output length - 1 (docs/onnx.md)"
+)
+
+_FFT_NOISE = (
+    "the expected imaginary parts that are exactly 0 hold NumPy's complex64 FFT "
+    "noise (1.9e-7), above the case's atol of 1e-7"
+)
+
+ORT, EXACT = "ONNX Runtime", "the exact result"
+
+DEVIATIONS: dict[str, tuple[str, str]] = {
+    "test_resize_downsample_scales_cubic_align_corners": (ORT, _ALIGN_CORNERS),
+    "test_resize_downsample_scales_linear_align_corners": (ORT, _ALIGN_CORNERS),
+    "test_dft_inverse": (EXACT, _FFT_NOISE),
+    "test_dft_inverse_opset19": (EXACT, _FFT_NOISE),
+}
+"""Cases whose expected outputs qidao does not match on purpose: the oracle it
+matches instead (``ORT`` or ``EXACT``), and why."""
 
 
 @dataclass(frozen=True)
@@ -104,11 +134,58 @@ def _run(case: Any) -> tuple[str, str]:
                     got = compiled(*(_array(a) for a in inputs))
                 expected = [_array(e) for e in expected]
                 mismatch = compare(got, expected, case.rtol, case.atol)
+                if mismatch and case.name in DEVIATIONS:
+                    return _deviation(case, inputs, got, mismatch)
                 if mismatch:
                     return FAIL, mismatch
     except Exception as e:
         return classify_error(e)
     return PASS, ""
+
+
+def _deviation(
+    case: Any, inputs: Any, got: list[Any], mismatch: str
+) -> tuple[str, str]:
+    """A listed deviation: ``deviates`` if ``got`` matches the listed oracle's
+    outputs on the same inputs, else ``fail`` with the reference's mismatch."""
+    oracle, reason = DEVIATIONS[case.name]
+    arrays = [_array(a) for a in inputs]
+    if oracle == ORT:
+        expected = _onnxruntime(case.model, arrays)
+    else:
+        expected = _float64_reference(case.model, arrays)
+    if compare(got, expected, case.rtol, case.atol):
+        return FAIL, mismatch
+    return DEVIATES, f"matches {oracle}: {reason}"
+
+
+def _onnxruntime(model: Any, arrays: list[Any]) -> list[Any]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options)
+    names = [i.name for i in session.get_inputs()]
+    return list(session.run(None, dict(zip(names, arrays, strict=True))))
+
+
+def _float64_reference(model: Any, arrays: list[Any]) -> list[Any]:
+    """ONNX's reference on ``model`` with its float32 inputs and outputs made
+    float64 (the exact result, to float64 rounding), cast back to float32."""
+    from onnx.reference import ReferenceEvaluator
+
+    wide = onnx.ModelProto()
+    wide.CopyFrom(model)
+    del wide.graph.value_info[:]
+    for info in [*wide.graph.input, *wide.graph.output]:
+        if info.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            info.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    feeds = {
+        i.name: a.astype(np.float64) if a.dtype == np.float32 else a
+        for i, a in zip(wide.graph.input, arrays, strict=False)
+    }
+    results = ReferenceEvaluator(wide).run(None, feeds)
+    return [np.asarray(r).astype(np.float32) for r in results]
 
 
 def _array(value: Any) -> Any:

@@ -108,6 +108,20 @@ def _pool_input() -> Array:
     )[None].astype(np.float32)
 
 
+_PRODUCTS = np.array(
+    [
+        [2.0, -3.0, 0.5, 4.0],  # no zero
+        [2.0, 0.0, 0.5, -1e-3],  # one zero: it gets the product of the others
+        [0.0, 3.0, -0.0, 4.0],  # two zeros: every entry gets 0
+        [-0.0, 1.0, 1.0, 1.0],
+        [np.inf, 1.0, 2.0, 1.0],  # inf / inf: NaN, as PyTorch's prod / x
+        [np.inf, 0.0, 2.0, 1.0],  # a zero and an infinity
+    ],
+    np.float32,
+)
+"""Rows for ``reduce_prod``: PyTorch's ``prod_backward`` cases of zeros."""
+
+
 BUILDER: dict[str, Case] = {
     "tg.neg": _unary(lambda g, x: g.neg(x), torch.neg),
     "tg.abs": _unary(lambda g, x: g.abs(x), torch.abs),
@@ -120,6 +134,24 @@ BUILDER: dict[str, Case] = {
     "tg.erf": _unary(lambda g, x: g.erf(x), torch.erf),
     "tg.sin": _unary(lambda g, x: g.sin(x), torch.sin, FINITE),
     "tg.cos": _unary(lambda g, x: g.cos(x), torch.cos, FINITE),
+    "tg.tan": _unary(lambda g, x: g.tan(x), torch.tan),
+    "tg.asin": _unary(lambda g, x: g.asin(x), torch.asin, _with(0.5, 2.0)),
+    "tg.acos": _unary(lambda g, x: g.acos(x), torch.acos, _with(0.5, 2.0)),
+    "tg.atan": _unary(lambda g, x: g.atan(x), torch.atan),
+    "tg.sinh": _unary(lambda g, x: g.sinh(x), torch.sinh, _with(100.0)),
+    "tg.cosh": _unary(lambda g, x: g.cosh(x), torch.cosh, _with(-100.0)),
+    "tg.asinh": _unary(lambda g, x: g.asinh(x), torch.asinh, _with(1e20)),
+    "tg.acosh": _unary(lambda g, x: g.acosh(x), torch.acosh, _with(2.0)),
+    "tg.atanh": _unary(lambda g, x: g.atanh(x), torch.atanh, _with(0.5, 2.0)),
+    "tg.fmod": _binary(
+        lambda g, a, b: g.fmod(a, b),
+        torch.fmod,
+        np.array([0.0, -0.0, 1.0, -1.0, 2.5, -3.0, 3e38, 1e-30, np.inf], np.float32),
+    ),
+    "tg.reduce_prod": Case(
+        lambda g, x: g.reduce_prod(x, [1]), lambda t: torch.prod(t, 1), [_PRODUCTS]
+    ),
+    "tg.round": _unary(lambda g, x: g.round(x), torch.round),
     "tg.cast": _unary(lambda g, x: g.cast(x, "float64"), lambda t: t.to(torch.float64)),
     "tg.add": _binary(lambda g, a, b: a + b, torch.add),
     "tg.sub": _binary(lambda g, a, b: a - b, torch.sub),
@@ -170,6 +202,7 @@ NO_SPECIAL_POINT: dict[str, str] = {
         "tg.gather",
         "tg.reduce_sum",
         "tg.reduce_mean",
+        "tg.cumsum",
         "tg.avg_pool2d",
         "tg.matmul",
         "tg.conv2d",

@@ -255,9 +255,9 @@ def test_types_of_other_dialects_are_parse_errors() -> None:
             r"argument #0 %x of @main must have a static shape",
         ),
         (
-            "func.func @main(%x: tensor<4xbf16>) -> tensor<4xbf16> {\n"
-            "  func.return %x : tensor<4xbf16>\n}\n",
-            r"argument #0 %x of @main has element type bf16, which qidao does not",
+            "func.func @main(%x: tensor<4xf80>) -> tensor<4xf80> {\n"
+            "  func.return %x : tensor<4xf80>\n}\n",
+            r"argument #0 %x of @main has element type f80, which qidao does not",
         ),
         (
             "func.func @main(%x: tensor<4xf32>) {\n  func.return\n}\n",

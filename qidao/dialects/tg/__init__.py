@@ -12,6 +12,15 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
+from qidao.dialects.tg.bitwise import (
+    BITWISE_OPS,
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
+    ShiftLeftOp,
+    ShiftRightOp,
+)
 from qidao.dialects.tg.cast import CastOp
 from qidao.dialects.tg.compare import (
     CompareOp,
@@ -28,6 +37,7 @@ from qidao.dialects.tg.compare import (
     SelectOp,
 )
 from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.cumulative import CumprodOp, CumsumOp, CumulativeOp
 from qidao.dialects.tg.custom import CustomOp, CustomYieldOp
 from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
@@ -55,7 +65,9 @@ from qidao.dialects.tg.elementwise import (
     TanhOp,
     UnaryElementwiseOp,
 )
+from qidao.dialects.tg.fmod import FmodOp
 from qidao.dialects.tg.fused import FusedOp, YieldOp
+from qidao.dialects.tg.grid_sample import GridSampleOp
 from qidao.dialects.tg.indexing import ConcatOp, GatherOp, SliceOp
 from qidao.dialects.tg.layout_ops import (
     BroadcastOp,
@@ -74,7 +86,28 @@ from qidao.dialects.tg.nn import (
     SoftmaxOp,
 )
 from qidao.dialects.tg.pad import PadOp
-from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
+from qidao.dialects.tg.reduce import (
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceOp,
+    ReduceProdOp,
+    ReduceSumOp,
+)
+from qidao.dialects.tg.round import RoundOp
+from qidao.dialects.tg.scatter import GatherNdOp, ScatterElementsOp, ScatterNdOp
+from qidao.dialects.tg.sort import TopKIndicesOp
+from qidao.dialects.tg.trig import (
+    TRIG_OPS,
+    AcoshOp,
+    AcosOp,
+    AsinhOp,
+    AsinOp,
+    AtanhOp,
+    AtanOp,
+    CoshOp,
+    SinhOp,
+    TanOp,
+)
 from qidao.dialects.tg.winograd import WinogradInputOp, WinogradOutputOp
 
 COMPARE_OPS: tuple[type[CompareOp], ...] = (
@@ -96,6 +129,10 @@ ELEMENTWISE_OPS: tuple[type[ElementwiseOp], ...] = (
     *UNARY_OPS,
     *COMPARE_OPS,
     *LOGICAL_OPS,
+    *BITWISE_OPS,
+    *TRIG_OPS,
+    FmodOp,
+    RoundOp,
     SelectOp,
     CastOp,
 )
@@ -105,9 +142,19 @@ TG = Dialect(
     "tg",
     [
         AbsOp,
+        AcosOp,
+        AcoshOp,
         AddOp,
+        AsinOp,
+        AsinhOp,
+        AtanOp,
+        AtanhOp,
         AvgPool2dOp,
         BatchNormOp,
+        BitwiseAndOp,
+        BitwiseNotOp,
+        BitwiseOrOp,
+        BitwiseXorOp,
         BroadcastOp,
         CastOp,
         ConcatOp,
@@ -115,17 +162,23 @@ TG = Dialect(
         ContiguousOp,
         Conv2dOp,
         CosOp,
+        CoshOp,
+        CumprodOp,
+        CumsumOp,
         CustomOp,
         CustomYieldOp,
         DivOp,
         EqualOp,
         ErfOp,
         ExpOp,
+        FmodOp,
         FusedOp,
         GatherElementsOp,
+        GatherNdOp,
         GatherOp,
         GreaterEqualOp,
         GreaterOp,
+        GridSampleOp,
         LessEqualOp,
         LessOp,
         LogOp,
@@ -144,18 +197,27 @@ TG = Dialect(
         PowOp,
         ReduceMaxOp,
         ReduceMeanOp,
+        ReduceProdOp,
         ReduceSumOp,
         ReluOp,
         ReshapeOp,
+        RoundOp,
+        ScatterElementsOp,
+        ScatterNdOp,
         SelectOp,
+        ShiftLeftOp,
+        ShiftRightOp,
         SigmoidOp,
         SinOp,
+        SinhOp,
         SliceOp,
         SoftmaxOp,
         SqrtOp,
         SubOp,
         TakeOp,
+        TanOp,
         TanhOp,
+        TopKIndicesOp,
         TransposeOp,
         ViewOp,
         WinogradInputOp,
@@ -167,16 +229,28 @@ TG = Dialect(
 
 __all__ = [
     "BINARY_OPS",
+    "BITWISE_OPS",
     "COMPARE_OPS",
     "ELEMENTWISE_OPS",
     "LOGICAL_OPS",
     "TG",
+    "TRIG_OPS",
     "UNARY_OPS",
     "AbsOp",
+    "AcosOp",
+    "AcoshOp",
     "AddOp",
+    "AsinOp",
+    "AsinhOp",
+    "AtanOp",
+    "AtanhOp",
     "AvgPool2dOp",
     "BatchNormOp",
     "BinaryElementwiseOp",
+    "BitwiseAndOp",
+    "BitwiseNotOp",
+    "BitwiseOrOp",
+    "BitwiseXorOp",
     "BroadcastOp",
     "CastOp",
     "CompareOp",
@@ -185,6 +259,10 @@ __all__ = [
     "ContiguousOp",
     "Conv2dOp",
     "CosOp",
+    "CoshOp",
+    "CumprodOp",
+    "CumsumOp",
+    "CumulativeOp",
     "CustomOp",
     "CustomYieldOp",
     "DivOp",
@@ -192,11 +270,14 @@ __all__ = [
     "EqualOp",
     "ErfOp",
     "ExpOp",
+    "FmodOp",
     "FusedOp",
     "GatherElementsOp",
+    "GatherNdOp",
     "GatherOp",
     "GreaterEqualOp",
     "GreaterOp",
+    "GridSampleOp",
     "LessEqualOp",
     "LessOp",
     "LogOp",
@@ -217,19 +298,28 @@ __all__ = [
     "ReduceMaxOp",
     "ReduceMeanOp",
     "ReduceOp",
+    "ReduceProdOp",
     "ReduceSumOp",
     "ReluOp",
     "ReshapeOp",
+    "RoundOp",
+    "ScatterElementsOp",
+    "ScatterNdOp",
     "SelectOp",
     "ShapeOp",
+    "ShiftLeftOp",
+    "ShiftRightOp",
     "SigmoidOp",
     "SinOp",
+    "SinhOp",
     "SliceOp",
     "SoftmaxOp",
     "SqrtOp",
     "SubOp",
     "TakeOp",
+    "TanOp",
     "TanhOp",
+    "TopKIndicesOp",
     "TransposeOp",
     "UnaryElementwiseOp",
     "ViewOp",

@@ -18,6 +18,7 @@ from xdsl.utils.exceptions import VerifyException
 from qidao.dialects.tg.types import (
     fmt_shape,
     is_float,
+    is_storage_only,
     kind_of,
     kinds_text,
     numel,
@@ -50,6 +51,12 @@ class TgOp(IRDLOperation):
     input's memory read another way. It costs no FLOPs, and checkpointing and the
     optimizer read through it (``qidao/dialects/tg/cost.py``)."""
 
+    STORAGE: ClassVar[bool] = False
+    """True when the op takes and gives the storage-only element types (bf16, the
+    float8s, f4E2M1FN, i4, ui4, i2, ui2: ``types.STORAGE_ONLY``) as they are:
+    ``tg.cast``, ``tg.constant``, the views and ``tg.fused``. Every other op refuses
+    them (:meth:`verify_tensors`); a frontend casts to the compute type and back."""
+
     def flops(self) -> int:
         """The floating-point (or integer) operations of one run
         (``qidao.dialects.tg.cost.flops``): none for a ``FREE`` op, else one per
@@ -61,8 +68,22 @@ class TgOp(IRDLOperation):
     def verify_tensors(self) -> None:
         for i, operand in enumerate(self.operands):
             verify_tensor_type(operand.type, f"{self.name} operand #{i}")
+            self._expect_computable(operand.type, f"operand #{i}")
         for i, result in enumerate(self.results):
             verify_tensor_type(result.type, f"{self.name} result #{i}")
+            self._expect_computable(result.type, f"result #{i}")
+
+    def _expect_computable(self, t: Attribute, what: str) -> None:
+        """A storage-only element type only where the op is ``STORAGE``."""
+        if self.STORAGE or not isinstance(t, TensorType):
+            return
+        element = t.get_element_type()
+        if is_storage_only(element):
+            raise VerifyException(
+                f"{self.name} does not compute on {element} ({what} is {t}): it is a "
+                "storage-only element type; tg.cast it to f32 (a small integer to "
+                "i8 or ui8) first"
+            )
 
     def expect_result_type(self, expected: Attribute) -> None:
         """The result type must equal the one the op's rules give."""

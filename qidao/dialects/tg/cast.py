@@ -16,6 +16,24 @@ i8 .. i64, ui8 .. ui64 and i1, bool):
 - anything to bool is ``x != 0`` (NaN is true, as in NumPy);
 - bool to integer is 0 or 1.
 
+The storage-only types (bf16, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f4E2M1FN,
+i4, ui4, i2, ui2: ``types.STORAGE_ONLY``) convert as ``ml_dtypes``' ``astype``, bit
+for bit:
+
+- to bf16, a float8 or f4E2M1FN: rounded to nearest even once (from f64 too), with
+  subnormals. A value beyond the largest finite one is an infinity where the
+  format has one (bf16, f8E5M2), else NaN (f8E4M3FN, the FNUZ formats), and the
+  largest finite value in f4E2M1FN, which has neither. NaN is the format's quiet
+  NaN with the sign kept (one NaN, ``0x80``, in the FNUZ formats; f4E2M1FN
+  gives a zero of the opposite sign, as ``ml_dtypes``); -0 is 0 in the FNUZ formats.
+  ONNX's ``saturate`` (the largest finite value instead of an infinity or NaN)
+  is a clamp before the cast (``Graph.cast(..., saturate=True)``);
+- from them: exact (every value of theirs is an f32; to f16 too, except bf16,
+  which rounds to nearest even once);
+- to i4, ui4, i2, ui2 from an integer: the low bits (wraps around); from a float:
+  truncated toward zero, and 0 when that is out of range (NaN and infinities too);
+- from them: the value, sign-extended (i4, i2) or zero-extended.
+
 A cast to the operand's own element type is allowed (a copy).
 """
 
@@ -49,6 +67,7 @@ class CastOp(ElementwiseOp):
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     OPERAND_KINDS: ClassVar[frozenset[str]] = ANY_KIND
+    STORAGE: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue, element_type: Attribute) -> None:
         super().__init__(

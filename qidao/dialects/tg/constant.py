@@ -27,6 +27,7 @@ class ConstantOp(TgOp):
 
     KERNEL_KIND: ClassVar[str] = "other"
     FREE: ClassVar[bool] = True
+    STORAGE: ClassVar[bool] = True
 
     name = "tg.constant"
     value = prop_def(DenseIntOrFPElementsAttr)

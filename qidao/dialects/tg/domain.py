@@ -1,10 +1,13 @@
 """The ops whose operands have a run-time domain, and where an op came from.
 
-Three tg ops compute a defined value for operand values that ONNX Runtime and
+These tg ops compute a defined value for operand values that ONNX Runtime and
 PyTorch reject at run time (``docs/semantics.md``):
 
-- ``tg.take`` and ``tg.gather_elements`` with an index outside ``[-n, n)``: the
-  index is clamped into the axis (``dynamic_indexing.py``);
+- ``tg.take``, ``tg.gather_elements`` and ``tg.gather_nd`` with an index outside
+  ``[-n, n)``: the index is clamped into the axis (``dynamic_indexing.py``,
+  ``scatter.py``);
+- ``tg.scatter_elements`` and ``tg.scatter_nd`` with an index outside
+  ``[-n, n)``: the update is skipped (``scatter.py``);
 - ``tg.div`` on integers with a divisor of 0: the quotient is 0 (``elementwise.py``).
 
 No verifier can see a run-time value, so the kernels define these cases rather than
@@ -21,12 +24,16 @@ from xdsl.ir import Operation
 
 from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import DivOp
+from qidao.dialects.tg.scatter import GatherNdOp, ScatterElementsOp, ScatterNdOp
 from qidao.dialects.tg.types import kind_of
 
 
 def has_runtime_domain(op: Operation) -> bool:
-    """``op`` is a gather by a runtime index tensor or an integer division."""
+    """``op`` is a gather or scatter by a runtime index tensor or an integer
+    division."""
     if isinstance(op, TakeOp | GatherElementsOp):
+        return True
+    if isinstance(op, ScatterElementsOp | ScatterNdOp | GatherNdOp):
         return True
     if isinstance(op, DivOp):
         element = op.result.type.get_element_type()  # type: ignore[attr-defined]

@@ -51,6 +51,8 @@ class FusedOp(TgOp):
     ```
     """
 
+    STORAGE: ClassVar[bool] = True
+
     name = "tg.fused"
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
@@ -108,6 +110,7 @@ class YieldOp(TgOp):
     """
 
     FREE: ClassVar[bool] = True
+    STORAGE: ClassVar[bool] = True
 
     name = "tg.yield"
     values = var_operand_def(TensorType)

@@ -36,6 +36,8 @@ from qidao.dialects.tg.types import (
 class ShapeOp(TgOp):
     """``%r = tg.<op> %x : A -> B``: the new shape is the result type's shape."""
 
+    STORAGE: ClassVar[bool] = True
+
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -76,6 +78,7 @@ class TransposeOp(TgOp):
     """
 
     FREE: ClassVar[bool] = True
+    STORAGE: ClassVar[bool] = True
 
     name = "tg.transpose"
     input = operand_def(TensorType)

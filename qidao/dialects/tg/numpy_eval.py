@@ -9,7 +9,8 @@ result's element type (float32 for f32). For ``+ - * /`` and ``sqrt`` that is ex
 IEEE float32 arithmetic (float64 carries more than 2 * 24 + 2 bits, so the double
 rounding is innocuous), i.e. bitwise what the compiled code computes (f16 too,
 which the compiled code computes in float32 and rounds to float16 after every op);
-for ``exp``, ``log``, ``tanh``, ``erf``, ``sin``, ``cos`` and the accumulating ops
+(``fmod`` is exact in either); for ``exp``, ``log``, ``tanh``, ``erf``, ``sin``,
+``cos``, the functions of ``trig.py`` and the accumulating ops
 (``matmul``, ``conv2d``, reductions, ``softmax``, pools) it is the accurately rounded answer,
 which a float32 kernel approaches within its own rounding error. Integer and bool tensors compute in their
 own dtype (integer arithmetic wraps around, as the compiled code's); ``tg.cast``
@@ -36,6 +37,14 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qidao.dialects.tg.base import ints
+from qidao.dialects.tg.bitwise import (
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
+    ShiftLeftOp,
+    ShiftRightOp,
+)
 from qidao.dialects.tg.cast import CastOp
 from qidao.dialects.tg.compare import (
     EqualOp,
@@ -51,6 +60,7 @@ from qidao.dialects.tg.compare import (
     SelectOp,
 )
 from qidao.dialects.tg.constant import ConstantOp
+from qidao.dialects.tg.cumulative import CumprodOp, CumsumOp, CumulativeOp
 from qidao.dialects.tg.custom import CustomOp, CustomYieldOp
 from qidao.dialects.tg.dynamic_indexing import GatherElementsOp, TakeOp
 from qidao.dialects.tg.elementwise import (
@@ -73,7 +83,10 @@ from qidao.dialects.tg.elementwise import (
     SubOp,
     TanhOp,
 )
+from qidao.dialects.tg.fmod import FmodOp
 from qidao.dialects.tg.fused import FusedOp, YieldOp
+from qidao.dialects.tg.grid_sample import GridSampleOp
+from qidao.dialects.tg.grid_sample_numpy import grid_sample
 from qidao.dialects.tg.indexing import ConcatOp, GatherOp, SliceOp
 from qidao.dialects.tg.layout_ops import (
     BroadcastOp,
@@ -85,7 +98,27 @@ from qidao.dialects.tg.layout_ops import (
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
 from qidao.dialects.tg.pad import PadOp
-from qidao.dialects.tg.reduce import ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
+from qidao.dialects.tg.reduce import (
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceOp,
+    ReduceProdOp,
+    ReduceSumOp,
+)
+from qidao.dialects.tg.round import RoundOp
+from qidao.dialects.tg.scatter import GatherNdOp, ScatterElementsOp, ScatterNdOp
+from qidao.dialects.tg.sort import TopKIndicesOp
+from qidao.dialects.tg.trig import (
+    AcoshOp,
+    AcosOp,
+    AsinhOp,
+    AsinOp,
+    AtanhOp,
+    AtanOp,
+    CoshOp,
+    SinhOp,
+    TanOp,
+)
 from qidao.dialects.tg.types import dtype_name, shape_of
 from qidao.dialects.tg.winograd import AT, BT, WinogradInputOp, WinogradOutputOp
 
@@ -237,6 +270,12 @@ _BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
     LogicalAndOp: np.logical_and,
     LogicalOrOp: np.logical_or,
     LogicalXorOp: np.logical_xor,
+    BitwiseAndOp: np.bitwise_and,
+    BitwiseOrOp: np.bitwise_or,
+    BitwiseXorOp: np.bitwise_xor,
+    ShiftLeftOp: np.left_shift,
+    ShiftRightOp: np.right_shift,
+    FmodOp: np.fmod,
 }
 _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
     NegOp: np.negative,
@@ -251,6 +290,17 @@ _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
     CosOp: np.cos,
     SigmoidOp: _sigmoid,
     ReluOp: _relu,
+    BitwiseNotOp: np.invert,
+    TanOp: np.tan,
+    AsinOp: np.arcsin,
+    AcosOp: np.arccos,
+    AtanOp: np.arctan,
+    SinhOp: np.sinh,
+    CoshOp: np.cosh,
+    AsinhOp: np.arcsinh,
+    AcoshOp: np.arccosh,
+    AtanhOp: np.arctanh,
+    RoundOp: np.round,  # half to even, exact
 }
 
 
@@ -339,6 +389,12 @@ def _take(op: Operation, xs: list[Array]) -> list[Array]:
     return [np.take(x, _entries(indices, x.shape[axis]), axis=axis)]
 
 
+def _grid_sample(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, GridSampleOp)
+    mode, padding = op.mode.data, op.padding_mode.data
+    return [grid_sample(xs[0], xs[1], mode, padding, op.aligned())]
+
+
 def _gather_elements(op: Operation, xs: list[Array]) -> list[Array]:
     """``np.take_along_axis`` of the input cut to the indices' shape in every
     dimension but the axis (``torch.gather``)."""
@@ -352,6 +408,127 @@ def _gather_elements(op: Operation, xs: list[Array]) -> list[Array]:
     )
     entries = _entries(indices, x.shape[axis])
     return [np.take_along_axis(x[cut], entries, axis=axis)]
+
+
+_SCATTER_UFUNCS: dict[str, np.ufunc] = {
+    "add": np.add,
+    "mul": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+}
+"""The scatters' reductions: ``ufunc.at`` applies repeated indices one by one."""
+
+
+def _scatter_into(
+    out: Array, position: tuple[Array, ...], updates: Array, reduction: str
+) -> None:
+    """``out[position] = updates`` (the last of repeated positions wins: NumPy
+    assigns in order), or combined by the reduction, in the out's own dtype."""
+    if reduction == "none":
+        out[position] = updates
+    else:
+        _SCATTER_UFUNCS[reduction].at(out, position, updates)
+
+
+def _wrapped(indices: Array, size: int) -> tuple[Array, Array]:
+    """Runtime ``indices`` on an axis of ``size`` wrapped once if negative, and
+    whether each is then inside the axis (the scatters skip the others)."""
+    wrapped = np.where(indices < 0, indices.astype(np.int64) + size, indices)
+    wrapped = wrapped.astype(np.int64)
+    return wrapped, (wrapped >= 0) & (wrapped < size)
+
+
+def _scatter_elements(op: Operation, xs: list[Array]) -> list[Array]:
+    """A copy of the data with each in-range ``indices[p]`` (on the axis) written
+    or combined in row-major order; out-of-range ones skipped (``scatter.py``)."""
+    assert isinstance(op, ScatterElementsOp)
+    data, indices, updates = xs
+    out = np.array(data, copy=True)
+    axis = op.normalized_axis()
+    entries, valid = _wrapped(indices, data.shape[axis])
+    grid: list[Array] = list(np.indices(indices.shape, sparse=False))
+    grid[axis] = entries
+    position = tuple(g[valid] for g in grid)
+    _scatter_into(out, position, updates[valid], op.reduction_kind())
+    return [out]
+
+
+def _scatter_nd(op: Operation, xs: list[Array]) -> list[Array]:
+    """A copy of the data with the slice of each in-range k-tuple written or
+    combined in row-major order; a tuple with a component out of range skipped."""
+    assert isinstance(op, ScatterNdOp)
+    data, indices, updates = xs
+    out = np.array(data, copy=True)
+    k = indices.shape[-1]
+    tuples = indices.reshape(-1, k)
+    slices = updates.reshape(-1, *data.shape[k:])
+    columns = [_wrapped(tuples[:, j], data.shape[j]) for j in range(k)]
+    valid = np.logical_and.reduce([ok for _, ok in columns])
+    position = tuple(entries[valid] for entries, _ in columns)
+    _scatter_into(out, position, slices[valid], op.reduction_kind())
+    return [out]
+
+
+def _gather_nd(op: Operation, xs: list[Array]) -> list[Array]:
+    """``data[b.., i0, .., ik-1]`` for each k-tuple of the indices, the components
+    wrapped and clamped as ``tg.take``'s."""
+    assert isinstance(op, GatherNdOp)
+    x, indices = xs
+    shape = shape_of(op.result.type)
+    if math.prod(shape) == 0:
+        return [np.zeros(shape, x.dtype)]
+    b = op.batch_dims.value.data
+    k = indices.shape[-1]
+    batch = math.prod(x.shape[:b])
+    data = x.reshape(batch, *x.shape[b:])
+    tuples = indices.reshape(batch, -1, k)
+    picked = tuple(_entries(tuples[..., j], data.shape[1 + j]) for j in range(k))
+    rows = np.arange(batch).reshape(batch, 1)
+    rows = np.broadcast_to(rows, tuples.shape[:2])
+    return [data[(rows, *picked)].reshape(shape)]
+
+
+def _cumulative(op: Operation, xs: list[Array]) -> list[Array]:
+    """``np.cumsum``/``np.cumprod`` in the result's dtype, not in float64 (one
+    element after the other, rounding each step, as the kernel: bitwise the same),
+    shifted by the identity when exclusive, run from the end when reverse."""
+    assert isinstance(op, CumulativeOp)
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    x = xs[0].astype(dtype_name(t.get_element_type()))
+    axis = op.normalized_axis()
+    if op.is_reverse():
+        x = np.flip(x, axis)
+    accumulate = np.cumsum if isinstance(op, CumsumOp) else np.cumprod
+    y = accumulate(x, axis=axis, dtype=x.dtype)
+    if op.is_exclusive() and x.shape[axis] > 0:
+        first = np.full_like(np.take(y, [0], axis=axis), op.IDENTITY)
+        rest = np.take(y, np.arange(x.shape[axis] - 1), axis=axis)
+        y = np.concatenate([first, rest], axis=axis)
+    if op.is_reverse():
+        y = np.flip(y, axis)
+    return [np.ascontiguousarray(y)]
+
+
+def _top_k_order(row: Array, largest: bool) -> Array:
+    """The positions of ``row`` in the order of ``tg.top_k_indices``: by value
+    (NaN above everything, equal values, -0.0 and 0.0 too, by position)."""
+    _, rank = np.unique(row, return_inverse=True)  # NaNs: one rank, the last
+    key = -rank.reshape(-1) if largest else rank.reshape(-1)
+    return np.argsort(key, kind="stable")
+
+
+def _top_k_indices(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, TopKIndicesOp)
+    x = xs[0]
+    shape = shape_of(op.result.type)
+    if math.prod(shape) == 0:
+        return [np.zeros(shape, np.int64)]
+    k, largest = op.count(), op.is_largest()
+    order = np.apply_along_axis(
+        lambda row: _top_k_order(row, largest)[:k], op.normalized_axis(), x
+    )
+    return [order.astype(np.int64)]
 
 
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
@@ -432,6 +609,8 @@ def _reduce(op: Operation, xs: list[Array]) -> list[Array]:
         return [np.sum(xs[0], axis=axes, keepdims=keep)]
     if isinstance(op, ReduceMeanOp):
         return [np.mean(xs[0], axis=axes, keepdims=keep)]
+    if isinstance(op, ReduceProdOp):
+        return [np.prod(xs[0], axis=axes, keepdims=keep, dtype=xs[0].dtype)]
     assert isinstance(op, ReduceMaxOp)
     return [np.max(xs[0], axis=axes, keepdims=keep)]
 
@@ -564,11 +743,16 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     GatherOp: _gather,
     TakeOp: _take,
     GatherElementsOp: _gather_elements,
+    GridSampleOp: _grid_sample,
+    ScatterElementsOp: _scatter_elements,
+    ScatterNdOp: _scatter_nd,
+    GatherNdOp: _gather_nd,
     MatmulOp: _matmul,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,
     ReduceMeanOp: _reduce,
     ReduceMaxOp: _reduce,
+    ReduceProdOp: _reduce,
     SoftmaxOp: _softmax,
     MaxPool2dOp: _max_pool2d,
     AvgPool2dOp: _avg_pool2d,
@@ -577,6 +761,9 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     CustomOp: _custom,
     WinogradInputOp: _winograd_input,
     WinogradOutputOp: _winograd_output,
+    CumsumOp: _cumulative,
+    CumprodOp: _cumulative,
+    TopKIndicesOp: _top_k_indices,
 }
 """Every tg op's NumPy semantics, in one table: they share this module's precision
 rule and helpers, and the oracle stays apart from the op definitions. The

@@ -1,4 +1,5 @@
-"""Reductions over a set of axes: ``tg.reduce_sum``, ``tg.reduce_mean``, ``tg.reduce_max``.
+"""Reductions over a set of axes: ``tg.reduce_sum``, ``tg.reduce_mean``, ``tg.reduce_max``,
+``tg.reduce_prod``.
 
 ``axes`` lists distinct dimensions (negative counts from the end); ``keepdims`` keeps
 each reduced dimension with size 1, as in NumPy's ``keepdims=True``.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType, UnitAttr
+from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType, UnitAttr, f16
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -23,7 +24,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects.tg.base import TgOp, i64_array, ints, normalize_axis, tensor
-from qidao.dialects.tg.types import fmt_shape, tensor_type
+from qidao.dialects.tg.types import NUMERIC, fmt_shape, tensor_type
 
 
 class ReduceOp(TgOp):
@@ -115,3 +116,31 @@ class ReduceMaxOp(ReduceOp):
     """
 
     name = "tg.reduce_max"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over ``axes`` (the empty product is 1), on f32, f64 and integers
+    (which wrap around on overflow, as NumPy's ``prod`` in the input's dtype).
+    It multiplies in the order of the reduced loops and makes a kernel of its own
+    (it joins no row group: ``FUSION`` is ``boundary``).
+
+    ```mlir
+    %p = tg.reduce_prod %x axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "tg.reduce_prod"
+    FUSION: ClassVar[str] = "boundary"
+
+    def verify_(self) -> None:
+        self.verify_tensors()
+        self.expect_kinds(NUMERIC)
+        if tensor(self.input).get_element_type() == f16:
+            raise VerifyException(
+                f"{self.name} expects f32, f64 or integer tensors, but operand #0 is "
+                f"{self.input.type} (f16 goes through tg.cast to f32 and back)"
+            )
+        self.expect_result_type(
+            self.infer(tensor(self.input), ints(self.axes), self.keepdims is not None)
+        )

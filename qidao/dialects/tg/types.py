@@ -17,6 +17,12 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    BFloat16Type,
+    Float4E2M1FNType,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -45,19 +51,39 @@ _DTYPE_NAMES: dict[Attribute, str] = {
     IntegerType(32, Signedness.UNSIGNED): "uint32",
     IntegerType(64, Signedness.UNSIGNED): "uint64",
     IntegerType(1): "bool",
+    BFloat16Type(): "bfloat16",
+    Float8E4M3FNType(): "float8_e4m3fn",
+    Float8E4M3FNUZType(): "float8_e4m3fnuz",
+    Float8E5M2Type(): "float8_e5m2",
+    Float8E5M2FNUZType(): "float8_e5m2fnuz",
+    Float4E2M1FNType(): "float4_e2m1fn",
+    IntegerType(4): "int4",
+    IntegerType(4, Signedness.UNSIGNED): "uint4",
+    IntegerType(2): "int2",
+    IntegerType(2, Signedness.UNSIGNED): "uint2",
 }
 """Every element type tg has and its NumPy dtype name. Signed integers are the
 signless ``i8 .. i64`` (as in ``arith``, where the op says how to read them); the
 unsigned ones are ``ui8 .. ui64``, so a tg value says how its bits are read and the
 lowering can pick ``divui``, ``cmpi ult``, ``uitofp``... (see
 ``qidao/passes/kernels/lowering/scalar.py``). Below tg, in memrefs, every integer is
-signless (``ui8`` is stored as ``i8``: :func:`storage_type`)."""
+signless (``ui8`` is stored as ``i8``: :func:`storage_type`). The last ten are
+*storage-only* (:data:`STORAGE_ONLY`); their NumPy dtypes are ``ml_dtypes``'."""
+
+
+def register_low_precision_dtypes() -> None:
+    """Make NumPy know the storage-only dtypes' names (``np.dtype("bfloat16")``):
+    import ``ml_dtypes``, which registers them. It takes about 0.6 s, so it is
+    imported on first use (a storage-only type named here), not with tg."""
+    import ml_dtypes  # noqa: F401
 
 
 def dtype_name(element_type: Attribute) -> str:
     """The NumPy dtype name of an element type (``f32 -> "float32"``)."""
     if element_type not in _DTYPE_NAMES:
         raise VerifyException(f"element type {element_type} is not supported by qidao")
+    if element_type in STORAGE_ONLY:
+        register_low_precision_dtypes()
     return _DTYPE_NAMES[element_type]
 
 
@@ -65,6 +91,8 @@ def element_type_of(dtype: str) -> Attribute:
     """The element type for a NumPy dtype name (``"float32" -> f32``)."""
     for attr, name in _DTYPE_NAMES.items():
         if name == dtype:
+            if attr in STORAGE_ONLY:
+                register_low_precision_dtypes()
             return attr
     known = ", ".join(_DTYPE_NAMES.values())
     raise ValueError(f"dtype '{dtype}' is not supported (supported: {known})")
@@ -171,9 +199,55 @@ def is_unsigned(element_type: Attribute) -> bool:
     )
 
 
+STORAGE_ONLY: dict[Attribute, IntegerType] = {
+    BFloat16Type(): IntegerType(16),
+    Float8E4M3FNType(): IntegerType(8),
+    Float8E4M3FNUZType(): IntegerType(8),
+    Float8E5M2Type(): IntegerType(8),
+    Float8E5M2FNUZType(): IntegerType(8),
+    Float4E2M1FNType(): IntegerType(8),
+    IntegerType(4): IntegerType(8),
+    IntegerType(4, Signedness.UNSIGNED): IntegerType(8),
+    IntegerType(2): IntegerType(8),
+    IntegerType(2, Signedness.UNSIGNED): IntegerType(8),
+}
+"""The storage-only element types and the integer that holds one element in memory
+(the bytes of an ``ml_dtypes`` array: bf16 in two bytes, the others in one, a 4- or
+2-bit integer in the low bits of its byte, the others zero). Only ``tg.cast``,
+``tg.constant``, the views and the fused groups of those take them
+(``TgOp.STORAGE``); everything else computes in the type
+:func:`compute_dtype` names, after a cast. Below tg a kernel holds their bits in
+that integer and converts with integer code
+(``qidao/passes/kernels/lowering/low_precision.py``)."""
+
+
+def is_storage_only(element_type: Attribute) -> bool:
+    """bf16, the float8s, f4E2M1FN, i4, ui4, i2 or ui2."""
+    return element_type in STORAGE_ONLY
+
+
+STORAGE_ONLY_DTYPES = frozenset(_DTYPE_NAMES[t] for t in STORAGE_ONLY)
+"""The NumPy dtype names of the storage-only types (``"bfloat16"``, ``"int4"``...)."""
+
+
+def compute_dtype(dtype: str) -> str:
+    """The dtype an op on a storage-only ``dtype`` computes in, exactly: float32 for
+    the floats, int8/uint8 for the small integers; any other dtype is its own."""
+    if dtype in ("int4", "int2"):
+        return "int8"
+    if dtype in ("uint4", "uint2"):
+        return "uint8"
+    if dtype in STORAGE_ONLY_DTYPES:
+        return "float32"
+    return dtype
+
+
 def storage_type(element_type: Attribute) -> Attribute:
-    """The element type in memory and in ``arith``: signless (``ui8 -> i8``); other
+    """The element type in memory and in ``arith``: signless (``ui8 -> i8``), an
+    integer for a storage-only type (``bf16 -> i16``, ``f8E4M3FN -> i8``); other
     element types are their own."""
+    if element_type in STORAGE_ONLY:
+        return STORAGE_ONLY[element_type]
     if is_unsigned(element_type):
         assert isinstance(element_type, IntegerType)
         return IntegerType(element_type.width.data)
@@ -189,6 +263,10 @@ NUMERIC = frozenset({"float", "int"})
 """Floats and every integer type (i8 .. i64, ui8 .. ui64)."""
 BOOL = frozenset({"bool"})
 """i1 (NumPy's bool)."""
+INTEGER = frozenset({"int"})
+"""Every integer type, signed and unsigned (not bool)."""
+INTEGER_OR_BOOL = frozenset({"int", "bool"})
+"""Integers and bools: the element kinds of the bitwise ops."""
 ANY_KIND = frozenset({"float", "int", "bool"})
 """Every element type tg has."""
 
@@ -196,6 +274,8 @@ _KIND_TEXT = {
     FLOAT: "float",
     NUMERIC: "float or integer",
     BOOL: "bool (i1)",
+    INTEGER: "integer",
+    INTEGER_OR_BOOL: "integer or bool",
     ANY_KIND: "float, integer or bool",
 }
 

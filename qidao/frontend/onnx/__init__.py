@@ -50,10 +50,19 @@ The package:
   ``reduce``, ``nn`` (Conv, ConvTranspose, the pools, BatchNormalization), ``norm``
   (LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
   LogSoftmax), ``resize`` (Resize), ``logic`` (comparisons, logical ops, Where,
-  Mod), and ``compose`` (ops built from other tg ops: LeakyRelu, Clip, Pow,
-  ReduceL2, Squeeze, Pad, ...);
+  Mod), ``bitwise`` (BitwiseAnd/Or/Xor/Not, BitShift), ``einsum`` (Einsum, as
+  transposes, reductions and batched matmuls), ``recurrent`` (RNN, GRU, LSTM,
+  unrolled over time), ``signal`` (DFT and STFT as matmuls with constant twiddle
+  matrices, MelWeightMatrix at import), ``along_axis`` (Tile, CumSum, CumProd,
+  TopK, ReverseSequence), ``scatter`` (ScatterElements, ScatterND, GatherND,
+  TensorScatter), ``grid_sample``, ``quantize`` (QuantizeLinear, DequantizeLinear,
+  the integer and QLinear ops), ``control_flow`` (If, Loop, Scan: subgraphs
+  inlined, loops unrolled), and ``compose`` (ops built from other tg ops:
+  LeakyRelu, Clip, Pow, ReduceL2, Squeeze, Pad, ...);
 - ``fold.py``: the folders (NumPy evaluation on constant inputs) and the ``Shape`` /
   ``Size`` converters, which read the static shape of any input;
+  ``fold_reference.py``: a small all-constant node without a folder, evaluated by
+  ONNX's reference; ``subgraphs.py``: the names subgraphs read from outer scopes;
 - ``functions.py``: ops ONNX defines as functions, expanded into their bodies (the
   scan of step 2, and the expansion in the walk);
 - ``specialize.py``: a model whose integer inputs or dynamic dimensions decide shapes,
@@ -88,16 +97,25 @@ tensors) needs no other change: the folder still runs when all inputs are consta
 
 # Importing the converter modules registers their converters.
 from qidao.frontend.onnx import (  # noqa: F401
+    along_axis,
+    bitwise,
     compose,
+    control_flow,
+    einsum,
     elementwise,
     fold,
+    grid_sample,
     linalg,
     logic,
     nn,
     norm,
+    quantize,
+    recurrent,
     reduce,
     resize,
+    scatter,
     shape,
+    signal,
 )
 from qidao.frontend.onnx.importer import (
     CONVERTERS,

@@ -466,13 +466,17 @@ def _dropout(im: Importer, node: Node) -> list[Value | Array]:
 
 def _cast_value(im: Importer, node: Node, x: Value, target: str) -> Value:
     """``x.astype(target)`` as ``tg.cast`` (nothing for its own dtype); a dtype tg
-    does not have is refused, named."""
+    does not have is refused, named. To a float8, ``saturate`` (default 1) clamps
+    to its largest finite value first (ONNX's table; ``Graph.cast``)."""
     if target not in DTYPES.values():
         raise node.error(
             f"Cast of a runtime {x.dtype} tensor to {target} is not supported (only "
             f"to {', '.join(DTYPES.values())})"
         )
-    return x if x.dtype == target else im.graph.cast(x, target)
+    if x.dtype == target:
+        return x
+    saturate = target.startswith("float8") and bool(node.attr("saturate", 1))
+    return im.graph.cast(x, target, saturate=saturate)
 
 
 @converter("Cast")
@@ -505,8 +509,15 @@ def _cast_like(im: Importer, node: Node) -> list[Value | Array]:
     source, like = im.env[names[0]], im.env[names[1]]
     target = np.dtype(like.dtype)
     if not isinstance(source, Value):
-        if target.kind not in "biuf":
+        if target.name not in DTYPES.values():
             raise node.error(f"casting to {target} is not supported")
+        if target.name.startswith("float8") and node.attr("saturate", 1):
+            import ml_dtypes  # here: importing it takes about 0.6 s
+
+            limit = ml_dtypes.finfo(target).max
+            with np.errstate(invalid="ignore"):
+                clamped = np.clip(source.astype(np.float64), -limit, limit)
+            return [clamped.astype(target)]
         return [source.astype(target)]
     return [_cast_value(im, node, source, target.name)]
 

@@ -252,6 +252,13 @@ def _where(node: Node, args: list[Array | None]) -> list[Array]:
     return [np.where(condition.astype(bool), x, y)]
 
 
+_FLOAT8_TYPES = (
+    TensorProto.FLOAT8E4M3FN,
+    TensorProto.FLOAT8E4M3FNUZ,
+    TensorProto.FLOAT8E5M2,
+    TensorProto.FLOAT8E5M2FNUZ,
+)
+
 _CAST_TYPES = {
     TensorProto.FLOAT,
     TensorProto.DOUBLE,
@@ -265,22 +272,37 @@ _CAST_TYPES = {
     TensorProto.UINT16,
     TensorProto.UINT32,
     TensorProto.UINT64,
+    *_FLOAT8_TYPES,
+    TensorProto.BFLOAT16,
+    TensorProto.FLOAT4E2M1,
+    TensorProto.INT4,
+    TensorProto.UINT4,
+    TensorProto.INT2,
+    TensorProto.UINT2,
 }
 
 
 @folder("Cast")
 def _cast(node: Node, args: list[Array | None]) -> list[Array]:
-    """NumPy ``astype``: float to integer truncates toward zero."""
+    """NumPy ``astype`` (``ml_dtypes``' for bfloat16, float8, float4 and 4/2-bit
+    integers): float to integer truncates toward zero; to a float8 with
+    ``saturate`` (the default), clamped to its largest finite value first."""
     x = _arg(node, args, 0, "input")
     to = int(node.attr("to", 0))
     if to not in _CAST_TYPES:
         name = helper.tensor_dtype_to_string(to) if to else "no type"
         raise node.error(
-            f"Cast to {name} is not supported; only bool, float16/32/64 and "
-            "(unsigned) integer types are"
+            f"Cast to {name} is not supported; only bool, float16/32/64, bfloat16, "
+            "float8, float4 and (unsigned) integer types are"
         )
     dtype = helper.tensor_dtype_to_np_dtype(to)
     _check_result(node, x.shape, dtype)
+    if to in _FLOAT8_TYPES and node.attr("saturate", 1):
+        import ml_dtypes  # here: importing it takes about 0.6 s
+
+        limit = ml_dtypes.finfo(dtype).max
+        with np.errstate(invalid="ignore"):
+            return [np.clip(x.astype(np.float64), -limit, limit).astype(dtype)]
     return [x.astype(dtype)]
 
 

@@ -51,6 +51,7 @@ from onnx import helper
 
 from qidao.frontend.builder import Value
 from qidao.frontend.errors import ConstantRequiredError, UnsupportedOpsError
+from qidao.frontend.onnx import subgraphs
 from qidao.frontend.onnx.load import node_label
 from qidao.frontend.onnx.node import Node
 
@@ -176,6 +177,11 @@ def bind(
             bound.CopyFrom(source)
             bound.name = attr.name
             new.attribute.append(bound)
+        # an If or Scan inside the body reads the body's values by their new names
+        for graph in subgraphs.nested(new):
+            subgraphs.rename_reads(
+                graph, {n: rename(n) for n in subgraphs.free_names(graph)}
+            )
         nodes.append(new)
     return nodes
 
@@ -384,7 +390,7 @@ def expand(
     except ConstantRequiredError as e:  # name the node's inputs the values come from
         runtime = [n for n, v in env.items() if not isinstance(v, np.ndarray)]
         sources = _sources(nodes, e.names, set(runtime))
-        raise ConstantRequiredError(str(e), sources) from None
+        raise ConstantRequiredError(str(e), sources, e.shape) from None
     except UnsupportedOpsError as e:  # a nested context-dependent body
         raise UnsupportedOpsError(
             {expanded_key(node.op_type, [op]): [name] for op in e.ops}
@@ -442,4 +448,6 @@ def _sources(
             sources.append(name)
         else:
             stack.extend(str(i) for i in inner.input if i)
+            for graph in subgraphs.nested(inner):  # an If's branches read outer values
+                stack.extend(subgraphs.free_names(graph))
     return sorted(sources)

@@ -23,6 +23,7 @@ import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
+from qidao.dialects.tg.types import STORAGE_ONLY_DTYPES, compute_dtype
 from qidao.errors import ResourceError
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.custom import lookup, registered_names
@@ -33,7 +34,7 @@ from qidao.frontend.errors import (
     UnsupportedOpsError,
 )
 from qidao.frontend.limits import ENV
-from qidao.frontend.onnx import functions
+from qidao.frontend.onnx import fold_reference, functions
 from qidao.frontend.onnx.load import (
     DTYPES,
     default_opset,
@@ -53,6 +54,15 @@ Folder = Callable[["Node", list[Array | None]], list[Array]]
 
 CONVERTERS: dict[str, Converter] = {}
 """ONNX op type (default domain) -> its converter; filled by ``@converter``."""
+
+STORAGE_CONVERTERS = frozenset({"Cast", "CastLike"})
+"""Converters that take the storage-only dtypes (bfloat16, float8...) as they are;
+every other one sees them cast to float32, int8 or uint8 (``Importer``)."""
+
+ROUNDED_PER_STEP = frozenset({"Attention", "Softmax", "LogSoftmax"})
+"""ONNX ops whose results ONNX defines with every step of their formula rounded to
+the input's dtype; on bfloat16 (and the other storage-only floats) qidao's result,
+computed in float32 and rounded once, lies an ulp away, so they are refused there."""
 
 FOLDERS: dict[str, Folder] = {}
 """ONNX op type (default domain) -> its NumPy evaluation on constant inputs; filled by
@@ -200,6 +210,11 @@ class Importer:
             )
             self._convert(node)
 
+    def convert(self, node: Node) -> None:
+        """Convert one node into the graph, adding its outputs to ``env`` (the walk
+        does this for every node; ``control_flow`` for the nodes of a subgraph)."""
+        self._convert(node)
+
     def _convert(self, node: Node) -> None:
         custom = node.proto.domain not in functions.DEFAULT_DOMAINS
         if (
@@ -243,7 +258,8 @@ class Importer:
             self.env[name] = result
 
     def _evaluate(self, node: Node) -> list[Value | Array]:
-        """The node's folder if it has one and all its inputs are constants, else its
+        """The node's folder if it has one and all its inputs are constants (without
+        a folder, ONNX's reference when they are small: ``fold_reference``), else its
         converter; a constant-only op with a runtime input is an error. A node of
         another domain is a custom op (``qidao.custom_op``)."""
         if node.proto.domain not in functions.DEFAULT_DOMAINS:
@@ -258,6 +274,12 @@ class Importer:
                     raise node.error(
                         f"cannot evaluate on its constant inputs: {e}"
                     ) from None
+        else:
+            args = self._constant_args(node)
+            if args is not None and fold_reference.can_fold(node, args):
+                folded = fold_reference.reference_fold(node, args)
+                if folded is not None:
+                    return list(folded)
         convert = CONVERTERS.get(node.op_type)
         if convert is None:
             runtime = [n for n in node.inputs if n and isinstance(self.env[n], Value)]
@@ -267,8 +289,52 @@ class Importer:
                 f"such as shape computations), but input(s) {runtime} are runtime "
                 "tensors",
                 runtime,
+                True,  # its values fix the result (Range's length, a shape)
             )
-        return convert(self, node)
+        if node.op_type in STORAGE_CONVERTERS:
+            return convert(self, node)
+        return self._in_compute_dtypes(node, convert)
+
+    def _in_compute_dtypes(self, node: Node, convert: Converter) -> list[Value | Array]:
+        """``convert(self, node)`` with every input of a storage-only dtype
+        (bfloat16, float8, float4, 4/2-bit integers) cast to its compute dtype
+        (float32, int8, uint8: exact), and every output that ONNX types as one cast
+        back to it (rounded once, as ONNX Runtime's CPU kernels without native
+        bfloat16 do): tg ops other than ``tg.cast`` and views do not take them."""
+        saved: dict[str, Value | Array] = {}
+        for name in node.inputs:
+            entry = self.env.get(name) if name else None
+            if entry is None or name in saved:
+                continue
+            dtype = str(entry.dtype)
+            if compute_dtype(dtype) == dtype:
+                continue
+            if node.op_type in ROUNDED_PER_STEP and compute_dtype(dtype) == "float32":
+                raise node.error(
+                    f"{node.op_type} on a {dtype} tensor is not supported: ONNX "
+                    f"rounds each step of its formula to {dtype}, and qidao computes "
+                    f"{dtype} in float32, rounded once (cast the input to float32 "
+                    "or float16 first)"
+                )
+            saved[name] = entry
+            if isinstance(entry, Value):
+                self.env[name] = self.graph.cast(entry, compute_dtype(dtype))
+            else:
+                self.env[name] = entry.astype(compute_dtype(dtype))
+        try:
+            results = convert(self, node)
+        finally:
+            self.env.update(saved)
+        outputs = [str(o) for o in node.proto.output]
+        for k, (name, result) in enumerate(zip(outputs, results, strict=False)):
+            dtype = DTYPES.get(self.inferred_dtype.get(name, 0), "")
+            if dtype not in STORAGE_ONLY_DTYPES or str(result.dtype) == dtype:
+                continue
+            if isinstance(result, Value):
+                results[k] = self.graph.cast(result, dtype)
+            else:
+                results[k] = result.astype(dtype)
+        return results
 
     def _custom(self, node: Node) -> list[Value | Array]:
         """A node of domain ``d`` and op type ``t``: the custom op ``d::t``, one
@@ -344,8 +410,9 @@ class Importer:
             )
         return self.materialized[name]
 
-    def const(self, node: Node, name: str, what: str) -> Array:
-        """The compile-time value of input ``name`` (an initializer or Constant)."""
+    def const(self, node: Node, name: str, what: str, shape: bool = False) -> Array:
+        """The compile-time value of input ``name`` (an initializer or Constant);
+        ``shape``: the value fixes a shape (see ``ConstantRequiredError``)."""
         entry = self.env.get(name)
         if entry is None:
             raise node.error(f"the {what} input '{name}' is missing")
@@ -355,6 +422,7 @@ class Importer:
                 "initializer or a Constant node output); computed values are not "
                 "supported",
                 [name],
+                shape,
             )
         return entry
 

@@ -2,30 +2,33 @@
 
 from __future__ import annotations
 
-from qidao.frontend.builder import Value
+from qidao.frontend.builder import Graph, Value
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.node import Node
 
 
 @converter("MatMul")
 def _matmul(im: Importer, node: Node) -> list[Value | Array]:
+    """NumPy ``matmul`` (``numpy_matmul``)."""
+    return [numpy_matmul(im.graph, node, im.input(node, 0), im.input(node, 1))]
+
+
+def numpy_matmul(g: Graph, node: Node, a: Value, b: Value) -> Value:
     """NumPy ``matmul``: a 1-D operand becomes a 1xK / Kx1 matrix, and that
     dimension is dropped from the result."""
-    g = im.graph
-    a, b = im.input(node, 0), im.input(node, 1)
     if a.rank == 0 or b.rank == 0:
-        raise node.error("MatMul operands must have rank >= 1")
+        raise node.error(f"{node.op_type} operands must have rank >= 1")
     a2 = g.reshape(a, (1, a.shape[0])) if a.rank == 1 else a
     b2 = g.reshape(b, (b.shape[0], 1)) if b.rank == 1 else b
     y = g.matmul(a2, b2)
     if a.rank > 1 and b.rank > 1:
-        return [y]
+        return y
     shape = list(y.shape)
     if b.rank == 1:
         del shape[-1]
     if a.rank == 1:
         del shape[-2 if b.rank > 1 else -1]
-    return [g.reshape(y, shape)]
+    return g.reshape(y, shape)
 
 
 @converter("Gemm")

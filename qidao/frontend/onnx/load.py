@@ -93,6 +93,17 @@ def upgrade_opset(proto: Any) -> Any:
             unknown.setdefault(str(node.op_type), []).append(node_label(node, index))
     if unknown:
         raise UnsupportedOpsError(unknown)
+    scans = [
+        node_label(node, index)
+        for index, node in enumerate(proto.graph.node)
+        if node.domain in ("", "ai.onnx") and node.op_type == "Scan"
+    ]
+    if scans and versions[0] < 9:  # the converter drops Scan-8's batch axis
+        raise OnnxImportError(
+            f"Scan node '{scans[0]}': Scan of opset {versions[0]} (with a batch axis "
+            "and sequence_lens) is not supported, and ONNX's version converter does "
+            "not convert it faithfully; export the model at opset 9 or newer"
+        )
     try:
         return onnx.version_converter.convert_version(proto, OLDEST_OPSET)
     except Exception as e:  # the converter raises RuntimeError, ValueError, ...
@@ -140,8 +151,37 @@ def with_input_shapes(proto: Any, input_shapes: Mapping[str, Sequence[int]]) -> 
     return proto
 
 
+UNINFERRED_DEFAULTS: dict[str, dict[str, int]] = {"STFT": {"onesided": 1}}
+"""Attribute defaults of the schema that ONNX's shape inference does not apply
+(it reads an absent ``STFT`` ``onesided`` as 0, the schema, its reference and
+ONNX Runtime as 1): ``infer_shapes`` sets them on the nodes that omit them."""
+
+
+def _omitted_defaults(node: Any) -> dict[str, int]:
+    """The ``UNINFERRED_DEFAULTS`` of ``node`` that it does not set."""
+    if node.domain not in ("", "ai.onnx"):
+        return {}
+    present = {a.name for a in node.attribute}
+    defaults = UNINFERRED_DEFAULTS.get(str(node.op_type), {})
+    return {name: v for name, v in defaults.items() if name not in present}
+
+
+def with_uninferred_defaults(proto: Any) -> Any:
+    """``proto`` with the ``UNINFERRED_DEFAULTS`` its nodes omit set explicitly (a
+    copy), or ``proto`` itself when no node omits one."""
+    if not any(_omitted_defaults(node) for node in proto.graph.node):
+        return proto
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    for node in proto.graph.node:
+        for name, value in _omitted_defaults(node).items():
+            node.attribute.append(onnx.helper.make_attribute(name, value))
+    return proto
+
+
 def infer_shapes(proto: Any) -> Any:
-    """``proto`` with ONNX's inferred shapes (strict mode, types checked)."""
+    """``proto`` with ONNX's inferred shapes (strict mode, types checked), after
+    ``with_uninferred_defaults``."""
+    proto = with_uninferred_defaults(proto)
     try:
         return onnx.shape_inference.infer_shapes(
             proto, check_type=True, strict_mode=True
@@ -188,9 +228,21 @@ DTYPES: dict[int, str] = {
     onnx.TensorProto.UINT16: "uint16",
     onnx.TensorProto.UINT32: "uint32",
     onnx.TensorProto.UINT64: "uint64",
+    onnx.TensorProto.BFLOAT16: "bfloat16",
+    onnx.TensorProto.FLOAT8E4M3FN: "float8_e4m3fn",
+    onnx.TensorProto.FLOAT8E4M3FNUZ: "float8_e4m3fnuz",
+    onnx.TensorProto.FLOAT8E5M2: "float8_e5m2",
+    onnx.TensorProto.FLOAT8E5M2FNUZ: "float8_e5m2fnuz",
+    onnx.TensorProto.FLOAT4E2M1: "float4_e2m1fn",
+    onnx.TensorProto.INT4: "int4",
+    onnx.TensorProto.UINT4: "uint4",
+    onnx.TensorProto.INT2: "int2",
+    onnx.TensorProto.UINT2: "uint2",
 }
 """ONNX element types of the graph inputs and outputs qidao takes: their NumPy
-dtype names."""
+dtype names (``ml_dtypes``' for bfloat16, the float8s, float4 and the 4- and 2-bit
+integers, which tg keeps as storage-only types: ``Importer`` computes on them in
+float32, int8 or uint8)."""
 
 
 def graph_dtype(value_info: Any, kind: str) -> str:

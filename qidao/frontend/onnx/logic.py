@@ -10,13 +10,12 @@ constant inputs these fold in NumPy instead (``fold.py``).
 
 ``Mod`` on integers is composed from ``tg.div`` (which truncates, so ``a - (a / b) *
 b`` is C's ``fmod``) and, for ``fmod=0``, a ``tg.select`` that moves the remainder to
-the divisor's sign (Python's ``%``). Float ``Mod`` (``fmod=1``) has no exact
-composition and is refused for runtime tensors.
+the divisor's sign (Python's ``%``). On floats it is ``tg.fmod`` (C's ``fmod``,
+exact) and, for ``fmod=0``, NumPy's ``remainder`` built on it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -99,17 +98,14 @@ def _sign(im: Importer, node: Node) -> list[Value | Array]:
 def _mod(im: Importer, node: Node) -> list[Value | Array]:
     """Integers (signed or unsigned): ``fmod=1`` is C's ``fmod`` (the sign of
     ``a``), ``fmod=0`` (the default) Python's ``%`` (the sign of ``b``). ``x mod 0``
-    is ``x`` (ONNX leaves it undefined). float16: in float64 (``_mod_f16``)."""
+    is ``x`` (ONNX leaves it undefined). Floats: ``_float_mod``."""
     g = im.graph
     a, b = im.input(node, 0), im.input(node, 1)
     fmod = int(node.attr("fmod", 0))
-    if a.dtype == "float16":
-        return [_mod_f16(g, a, b, fmod)]
+    if a.dtype in ("float16", "float32", "float64"):
+        return [_float_mod(g, a, b, fmod)]
     if a.dtype not in _INTEGERS:
-        raise node.error(
-            f"Mod of runtime {a.dtype} tensors is not supported (only integers and "
-            "float16: tg has no exact float remainder)"
-        )
+        raise node.error(f"expects integer or float tensors, got {a.dtype}")
     r = a - g.div(a, b) * b
     if fmod:
         return [r]
@@ -122,24 +118,27 @@ def _mod(im: Importer, node: Node) -> list[Value | Array]:
 _INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
-def _mod_f16(g: Graph, a: Value, b: Value, fmod: int) -> Value:
-    """float16 ``Mod`` in float64, rounded once to float16. ``fmod=1`` is C's
-    ``fmod``: ``a - trunc(a / b) * b``, exact for f16 operands (their quotient has
-    at most 11 + 40 significant bits, so float64 truncates it right, ``trunc(a / b) *
-    b`` is exact, and so is the difference); ``fmod=0`` is NumPy's ``remainder``:
-    ``r + b`` where that remainder ``r`` is non-zero and its sign differs from
-    ``b``'s. As NumPy's: ``x mod 0`` and ``inf mod y`` are NaN, ``fmod(x, inf)`` is
-    ``x``."""
-    a64, b64 = g.cast(a, "float64"), g.cast(b, "float64")
-    whole = g.cast(g.cast(a64 / b64, "int64"), "float64")
-    r = g.where(g.equal(g.abs(b64), math.inf), a64, a64 - whole * b64)
+def _float_mod(g: Graph, a: Value, b: Value, fmod: int) -> Value:
+    """``fmod=1``: C's ``fmod`` (``tg.fmod``, exact, the sign of ``a``). ``fmod=0``:
+    NumPy's ``remainder``: ``r + b`` where the ``fmod`` remainder ``r`` is non-zero
+    and its sign differs from ``b``'s, a zero remainder with ``b``'s sign. As
+    NumPy's: ``x mod 0`` and ``inf mod y`` are NaN, ``fmod(x, inf)`` is ``x``.
+    float16 computes in float64 and rounds once (``r + b`` is exact there)."""
+    wide = a.dtype == "float16"
+    if wide:
+        a, b = g.cast(a, "float64"), g.cast(b, "float64")
+    r = g.fmod(a, b)
     if not fmod:
         wrong_sign = g.logical_and(
-            g.not_equal(r, 0.0), g.logical_xor(g.less(r, 0.0), g.less(b64, 0.0))
+            g.not_equal(r, 0.0), g.logical_xor(g.less(r, 0.0), g.less(b, 0.0))
         )
-        r = g.where(wrong_sign, r + b64, r)
-    undefined = g.logical_or(g.equal(b64, 0.0), g.equal(g.abs(a64), math.inf))
-    return g.cast(g.where(undefined, math.nan, r), "float16")
+        zeros = [g.constant(np.array(z), dtype=b.dtype) for z in (-0.0, 0.0)]
+        signed_zero = g.where(g.less(b, 0.0), *zeros)
+        # a zero remainder takes b's sign; `round(r) - r` is +0 there (any zero
+        # minus itself) with derivative -1, so the zero keeps d/da = 1 (PyTorch's)
+        zero = signed_zero - (g.round(r) - r)
+        r = g.where(wrong_sign, r + b, g.where(g.equal(r, 0.0), zero, r))
+    return g.cast(r, "float16") if wide else r
 
 
 @converter("Trilu")
@@ -169,7 +168,9 @@ def _one_hot(im: Importer, node: Node) -> list[Value | Array]:
     [off, on]``. ``depth`` (input #1) must be a constant."""
     g = im.graph
     indices, values = im.input(node, 0), im.input(node, 2)
-    depth = int(np.asarray(im.const(node, node.inputs[1], "depth")).reshape(-1)[0])
+    depth = int(
+        np.asarray(im.const(node, node.inputs[1], "depth", shape=True)).reshape(-1)[0]
+    )
     if depth < 1:
         raise node.error(f"depth must be positive, got {depth}")
     check_tensor(node.label, [*indices.shape, depth], 8)  # before its position table

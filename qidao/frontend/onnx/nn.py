@@ -1,28 +1,25 @@
-"""Converters for network layers: ``Conv`` (2-D), ``ConvTranspose`` (1-D and 2-D),
+"""Converters for network layers: ``Conv`` and ``ConvTranspose`` (1-D, 2-D and 3-D),
 the pools ``MaxPool``, ``AveragePool`` and ``LpPool`` (1-D, 2-D and 3-D),
 ``GlobalAveragePool``, ``GlobalLpPool`` and ``BatchNormalization``.
 
-``ConvTranspose`` is a ``tg.conv2d`` (1-D: of the view ``[N, C, 1, L]``). Along an
-axis of ``n`` elements with kernel ``k``, stride ``s``, dilation ``d``, padding
-``(begin, end)`` and ``output_padding`` ``e``, output ``o`` sums ``x[i] * W[j]``
-over ``i * s + j * d - begin = o``. That is a stride-1 convolution, with the kernel
-flipped and its two channel axes swapped (per group), of the input spread out by
-``s - 1`` zeros between elements and padded by ``d * (k - 1) - begin`` zeros before
-and ``d * (k - 1) - end + e`` after (cropped where that is negative): one
-``tg.pad`` of the view ``[..., n, 1]`` to ``[..., n', s]``, viewed back as
-``[..., n' * s]`` and sliced (``_transposed_conv2d``). The convolution multiplies
-the inserted zeros too (``s^2`` times the work of a direct scatter in 2-D: at
-stride 2 with a 4x4 kernel, 64 to 32 channels on 32x32, a third of ONNX Runtime's
-speed on one thread), which keeps it one kernel the conv schedules already handle. A constant weight is flipped at import.
+Every rank of convolution and pool is built from the 2-D tg ops (``tg.conv2d``,
+``tg.max_pool2d``, ``tg.avg_pool2d``) by ``qidao/frontend/spatial.py``: 1-D on the
+unit-height view ``[N, C, 1, L]``, a 3-D convolution as a 2-D one over gathered
+depth windows, a 3-D pool as two separable 2-D pools. So every rank gets the one
+2-D lowering, its algorithms, layouts, schedules and gradients.
 
-Pools become ``tg.max_pool2d`` / ``tg.avg_pool2d``, which window two spatial axes:
-
-- 1-D ``[N, C, L]`` is a 2-D pool of the view ``[N, C, 1, L]`` (free);
-- 3-D ``[N, C, D, H, W]`` is a 2-D pool over (H, W) of the view ``[N, C*D, H, W]``,
-  then a 2-D pool over D of the view ``[N, C, D, OH*OW]`` with a ``[kd, 1]`` window.
-  Max and mean windows are separable (a max of maxes; a mean of means whose
-  divisors multiply, both for real-element counts and for whole windows), and this
-  reads ``kd + kh*kw`` elements per output instead of ``kd*kh*kw``.
+``ConvTranspose`` is a convolution too. Along an axis of ``n`` elements with kernel
+``k``, stride ``s``, dilation ``d``, padding ``(begin, end)`` and ``output_padding``
+``e``, output ``o`` sums ``x[i] * W[j]`` over ``i * s + j * d - begin = o``. That is
+a stride-1 convolution, with the kernel flipped and its two channel axes swapped
+(per group), of the input spread out by ``s - 1`` zeros between elements and padded
+by ``d * (k - 1) - begin`` zeros before and ``d * (k - 1) - end + e`` after (cropped
+where that is negative): one ``tg.pad`` of the view ``[..., n, 1]`` to ``[..., n',
+s]``, viewed back as ``[..., n' * s]`` and sliced (``_transposed_conv``). The
+convolution multiplies the inserted zeros too (``s^2`` times the work of a direct
+scatter in 2-D: at stride 2 with a 4x4 kernel, 64 to 32 channels on 32x32, a third
+of ONNX Runtime's speed on one thread), which keeps it one kernel the conv schedules
+already handle. A constant weight is flipped at import.
 
 ``ceil_mode=1`` is end padding: the output size is ONNX's (ceil, less the last
 window when it would start in the end padding: opset 22's rule; an older model that
@@ -43,13 +40,11 @@ import numpy as np
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.node import Node
+from qidao.frontend.spatial import SPATIAL_RANKS, Window, conv_nd, pool_nd
 
-Axis = tuple[int, int, int, int, int]
+Axis = Window
 """One spatial axis of a pool window: ``(kernel, stride, dilation, pad_begin,
 pad_end)``."""
-
-_UNIT: Axis = (1, 1, 1, 0, 0)
-"""An axis the window does not slide along."""
 
 
 def _window_padding(
@@ -103,12 +98,15 @@ def _ints(
     return values
 
 
-def _expect_4d(node: Node, x: Value) -> None:
-    if x.rank != 4:
+def _spatial_rank(node: Node, x: Value) -> int:
+    """The number of spatial axes of ``[N, C, *spatial]``: 1, 2 or 3, else an error."""
+    rank = x.rank - 2
+    if rank not in SPATIAL_RANKS:
         raise node.error(
-            f"only 2-D {node.op_type} on NCHW input is supported, got input shape "
-            f"{list(x.shape)}"
+            "expects an [N, C, ...] input with 1, 2 or 3 spatial dimensions, got "
+            f"input shape {list(x.shape)}"
         )
+    return rank
 
 
 def _reject(node: Node, attr: str, message: str) -> None:
@@ -118,19 +116,28 @@ def _reject(node: Node, attr: str, message: str) -> None:
 
 @converter("Conv")
 def _conv(im: Importer, node: Node) -> list[Value | Array]:
+    """Convolution of ``[N, C, *spatial]`` with 1, 2 or 3 spatial axes: one
+    ``tg.conv2d``, 1-D on a unit-height view and 3-D over gathered depth windows
+    (``qidao/frontend/spatial.py``)."""
     x, w = im.input(node, 0), im.input(node, 1)
     b = im.optional_input(node, 2)
-    _expect_4d(node, x)
+    rank = _spatial_rank(node, x)
+    if w.rank != x.rank:
+        raise node.error(
+            f"the weight shape {list(w.shape)} does not fit the input shape "
+            f"{list(x.shape)} (expected [M, C / group, *kernel] of rank {x.rank})"
+        )
     kernel = w.shape[2:]
-    if _ints(node, "kernel_shape", kernel, 2) != kernel:
+    if _ints(node, "kernel_shape", kernel, rank) != kernel:
         raise node.error(
             f"kernel_shape {list(node.attr('kernel_shape'))} does not match the "
             f"weight shape {list(w.shape)}"
         )
-    strides = _ints(node, "strides", (1, 1), 2)
-    dilations = _ints(node, "dilations", (1, 1), 2)
+    strides = _ints(node, "strides", (1,) * rank, rank)
+    dilations = _ints(node, "dilations", (1,) * rank, rank)
     begin, end = _window_padding(node, x.shape[2:], kernel, strides, dilations)
-    y = im.graph.conv2d(
+    y = conv_nd(
+        im.graph,
         x,
         w,
         b,
@@ -144,19 +151,14 @@ def _conv(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("ConvTranspose")
 def _conv_transpose(im: Importer, node: Node) -> list[Value | Array]:
-    """The transpose of ``Conv`` (1-D and 2-D): each input element adds itself times
-    the kernel to a window of the output, at ``stride`` steps. As a convolution (the
-    module docstring): zeros between the input elements, padding, then a stride-1
-    ``tg.conv2d`` with the kernel flipped and its channel axes swapped."""
+    """The transpose of ``Conv`` (1-D, 2-D and 3-D): each input element adds itself
+    times the kernel to a window of the output, at ``stride`` steps. As a convolution
+    (the module docstring): zeros between the input elements, padding, then a
+    stride-1 convolution with the kernel flipped and its channel axes swapped."""
     g, x = im.graph, im.input(node, 0)
-    if x.rank not in (3, 4):
-        raise node.error(
-            "only 1-D and 2-D ConvTranspose ([N, C, L] or [N, C, H, W] input) are "
-            f"supported, got input shape {list(x.shape)}"
-        )
+    rank = _spatial_rank(node, x)
     if x.dtype not in ("float16", "float32", "float64"):
         raise node.error(f"expects a float input, got {x.dtype}")
-    rank = x.rank - 2
     groups = int(node.attr("group", 1))
     weight = _transposed_weight(im, node, x, groups)
     declared = list(im.env[node.inputs[1]].shape)  # [C, M / group, *kernel]
@@ -188,15 +190,8 @@ def _conv_transpose(im: Importer, node: Node) -> list[Value | Array]:
             f"the padding {[*begin, *end]} leaves an output of spatial size {out} "
             f"(input shape {list(x.shape)}, weight shape {declared})"
         )
-    if rank == 1:  # [N, C, L] as [N, C, 1, L]
-        x = g.reshape(x, [*x.shape[:2], 1, x.shape[2]])
-        weight = _reshaped(g, weight, [*weight.shape[:2], 1, kernel[0]])
-        axes, begin, end = [(1, 1, 1, 0), *axes], (0, *begin), (0, *end)
     bias = im.optional_input(node, 2)
-    y = _transposed_conv2d(g, x, weight, bias, axes, begin, end, groups)
-    if rank == 1:
-        y = g.reshape(y, [y.shape[0], y.shape[1], y.shape[3]])
-    return [y]
+    return [_transposed_conv(g, x, weight, bias, axes, begin, end, groups)]
 
 
 def _transposed_weight(
@@ -233,10 +228,6 @@ def _transposed_weight(
     value = g.reshape(g.transpose(g.reshape(entry, grouped), perm), swapped)
     steps = [1, 1, *[-1 if value.shape[a] > 1 else 1 for a in spatial]]
     return value if min(steps) == 1 else g.slice(value, [], None, steps)
-
-
-def _reshaped(g: Graph, w: Value | Array, shape: list[int]) -> Value | Array:
-    return g.reshape(w, shape) if isinstance(w, Value) else w.reshape(shape)
 
 
 def _transposed_padding(
@@ -313,7 +304,7 @@ def _transposed_padding(
     return tuple(begin), tuple(end)
 
 
-def _transposed_conv2d(
+def _transposed_conv(
     g: Graph,
     x: Value,
     weight: Value | Array,
@@ -323,32 +314,52 @@ def _transposed_conv2d(
     end: Sequence[int],
     groups: int,
 ) -> Value:
-    """ConvTranspose of NCHW ``x`` with the flipped, channel-swapped ``weight``:
-    along each axis ``(kernel, stride, dilation, output_padding)``, ``stride - 1``
-    zeros between input elements, ``d * (k - 1) - begin`` zeros before the first
-    and ``d * (k - 1) - end + output_padding`` after the last (a negative count
-    crops instead), then a stride-1 convolution.
+    """ConvTranspose of ``[N, C, *spatial]`` ``x`` with the flipped, channel-swapped
+    ``weight``: along each axis ``(kernel, stride, dilation, output_padding)``,
+    ``stride - 1`` zeros between input elements, ``d * (k - 1) - begin`` zeros before
+    the first and ``d * (k - 1) - end + output_padding`` after the last (a negative
+    count crops instead), then a stride-1 convolution (``conv_nd``).
 
     With a stride, all those zeros come from one ``tg.pad`` of the view ``[N, C, H,
-    1, W, 1]``: whole groups of ``stride`` before and after along H and W and
-    ``stride - 1`` after each element along the unit axes, viewed back as ``[N, C,
-    H', W']`` and sliced (a view) to where the convolution reads."""
-    n, c, h, w = x.shape
+    1, W, 1]`` (one unit axis after each spatial axis): whole groups of ``stride``
+    before and after each spatial axis and ``stride - 1`` after each element along
+    the unit axes, viewed back as ``[N, C, H', W']`` and sliced (a view) to where the
+    convolution reads. A float16 one computes in float32 (``tg.pad`` takes f32 and
+    f64) and rounds its result once."""
+    if x.dtype == "float16":
+        if isinstance(weight, Value):
+            wide: Value | Array = g.cast(weight, "float32")
+        else:
+            wide = weight.astype(np.float32)
+        y = _transposed_conv(
+            g,
+            g.cast(x, "float32"),
+            wide,
+            None if bias is None else g.cast(bias, "float32"),
+            axes,
+            begin,
+            end,
+            groups,
+        )
+        return g.cast(y, "float16")
+    n, c, *sizes = x.shape
     low = [d * (k - 1) - b for (k, _, d, _), b in zip(axes, begin, strict=True)]
     high = [d * (k - 1) - f + e for (k, _, d, e), f in zip(axes, end, strict=True)]
     strides = [s for _, s, _, _ in axes]
-    if isinstance(weight, Value):
-        kernel: Value = weight
-    else:
-        kernel = g.constant(weight, dtype=str(weight.dtype))
-    dilation = (axes[0][2], axes[1][2])
+    dilation = [d for _, _, d, _ in axes]
     if max(strides) == 1 and min(*low, *high) >= 0:
-        padding = (*low, *high)
-        return g.conv2d(
-            x, kernel, bias, padding=padding, dilation=dilation, groups=groups
+        return conv_nd(
+            g,
+            x,
+            weight,
+            bias,
+            strides=[1] * len(axes),
+            padding=(*low, *high),
+            dilation=dilation,
+            groups=groups,
         )
     groups_before, starts, lengths, groups_after = [], [], [], []
-    for size, s, lo, hi in zip((h, w), strides, low, high, strict=True):
+    for size, s, lo, hi in zip(sizes, strides, low, high, strict=True):
         before = max(-(-lo // s), 0)  # whole groups of s, ceil(lo / s)
         start = before * s - lo  # where the convolution's input starts
         length = (size - 1) * s + 1 + lo + hi
@@ -356,19 +367,34 @@ def _transposed_conv2d(
         starts.append(start)
         lengths.append(length)
         groups_after.append(max(-(-(start + length) // s) - before - size, 0))
-    (bh, bw), (ah, aw), (sh, sw) = groups_before, groups_after, strides
+    interleaved, pad_low, pad_high, spread_sizes = [], [], [], []
+    for size, s, before, after in zip(
+        sizes, strides, groups_before, groups_after, strict=True
+    ):
+        interleaved += [size, 1]
+        pad_low += [before, 0]
+        pad_high += [after, s - 1]
+        spread_sizes.append((before + size + after) * s)
     grid = g.pad(
-        g.reshape(x, [n, c, h, 1, w, 1]),
-        [0, 0, bh, 0, bw, 0],
-        [0, 0, ah, sh - 1, aw, sw - 1],
+        g.reshape(x, [n, c, *interleaved]), [0, 0, *pad_low], [0, 0, *pad_high]
     )
-    spread = g.reshape(grid, [n, c, (bh + h + ah) * sh, (bw + w + aw) * sw])
+    spread = g.reshape(grid, [n, c, *spread_sizes])
     window = g.slice(
         spread,
         [0, 0, *starts],
         [n, c, *[a + b for a, b in zip(starts, lengths, strict=True)]],
     )
-    return g.conv2d(window, kernel, bias, dilation=dilation, groups=groups)
+    zeros = [0] * 2 * len(axes)
+    return conv_nd(
+        g,
+        window,
+        weight,
+        bias,
+        strides=[1] * len(axes),
+        padding=zeros,
+        dilation=dilation,
+        groups=groups,
+    )
 
 
 # ---- pools ------------------------------------------------------------------------
@@ -399,12 +425,7 @@ def _ceil_padding(node: Node, size: int, axis: Axis) -> int:
 def _pool_axes(node: Node, x: Value) -> tuple[list[Axis], list[int]]:
     """The window along each spatial axis of ``x`` (its pads as declared), and the
     end padding ``ceil_mode`` adds to each."""
-    rank = x.rank - 2
-    if rank not in (1, 2, 3):
-        raise node.error(
-            "expects an [N, C, ...] input with 1, 2 or 3 spatial dimensions, got "
-            f"input shape {list(x.shape)}"
-        )
+    rank = _spatial_rank(node, x)
     kernel = _ints(node, "kernel_shape", None, rank)
     strides = _ints(node, "strides", (1,) * rank, rank)
     dilations = _ints(node, "dilations", (1,) * rank, rank)
@@ -423,42 +444,6 @@ def _pool_axes(node: Node, x: Value) -> tuple[list[Axis], list[int]]:
     return axes, extra
 
 
-def _pool2d(
-    g: Graph, x: Value, kind: str, rows: Axis, cols: Axis, include_pad: bool
-) -> Value:
-    """One ``tg.max_pool2d`` / ``tg.avg_pool2d`` over the last two axes of the
-    rank-4 ``x``, or ``x`` itself when neither axis has a window."""
-    if rows == _UNIT and cols == _UNIT:
-        return x
-    kernel = (rows[0], cols[0])
-    strides = (rows[1], cols[1])
-    dilation = (rows[2], cols[2])
-    padding = (rows[3], cols[3], rows[4], cols[4])
-    if kind == "max":
-        return g.max_pool2d(x, kernel, strides, padding, dilation)
-    return g.avg_pool2d(x, kernel, strides, padding, include_pad, dilation)
-
-
-def _pool(g: Graph, x: Value, kind: str, axes: list[Axis], include_pad: bool) -> Value:
-    """A max (``kind="max"``) or mean (``"avg"``) pool of ``[N, C, *spatial]`` with 1
-    to 3 spatial axes, from 2-D pools over views (the module docstring)."""
-    n, c, *sizes = x.shape
-    if len(axes) == 1:
-        y = _pool2d(
-            g, g.reshape(x, [n, c, 1, sizes[0]]), kind, _UNIT, axes[0], include_pad
-        )
-        return g.reshape(y, [n, c, y.shape[3]])
-    if len(axes) == 2:
-        return _pool2d(g, x, kind, axes[0], axes[1], include_pad)
-    d, h, w = sizes
-    planes = g.reshape(x, [n, c * d, h, w])
-    planes = _pool2d(g, planes, kind, axes[1], axes[2], include_pad)
-    oh, ow = planes.shape[2:]
-    depth = g.reshape(planes, [n, c, d, oh * ow])
-    depth = _pool2d(g, depth, kind, axes[0], _UNIT, include_pad)
-    return g.reshape(depth, [n, c, depth.shape[2], oh, ow])
-
-
 def _with_ceil_padding(axes: list[Axis], extra: list[int]) -> list[Axis]:
     return [
         (k, s, d, b, e + more)
@@ -472,7 +457,7 @@ def _max_pool(im: Importer, node: Node) -> list[Value | Array]:
     values): the Indices output is refused, so ``storage_order`` changes nothing."""
     x = im.input(node, 0)
     axes, extra = _pool_axes(node, x)
-    return [_pool(im.graph, x, "max", _with_ceil_padding(axes, extra), False)]
+    return [pool_nd(im.graph, x, "max", _with_ceil_padding(axes, extra), False)]
 
 
 @converter("AveragePool")
@@ -490,7 +475,7 @@ def _average_pool(im: Importer, node: Node) -> list[Value | Array]:
             x = g.pad(x, [0, 0, *begin], [0, 0, *end], 0.0)
         axes = [(k, s, d, 0, 0) for k, s, d, _, _ in axes]
         include = False
-    return [_pool(g, x, "avg", _with_ceil_padding(axes, extra), include)]
+    return [pool_nd(g, x, "avg", _with_ceil_padding(axes, extra), include)]
 
 
 def _power(x: Value, p: int) -> Value:
@@ -538,7 +523,7 @@ def _lp_pool(im: Importer, node: Node) -> list[Value | Array]:
     p = _lp_order(node)
     axes, extra = _pool_axes(node, x)
     powered = _power(g.maximum(x, g.neg(x)), p)  # |x|: exact
-    mean = _pool(g, powered, "avg", _with_ceil_padding(axes, extra), True)
+    mean = pool_nd(g, powered, "avg", _with_ceil_padding(axes, extra), True)
     volume = 1
     for axis in axes:
         volume *= axis[0]

@@ -1,6 +1,6 @@
 """Converters for the normalizations ``LayerNormalization``,
-``InstanceNormalization``, ``GroupNormalization`` and ``LRN``, and for
-``LogSoftmax``, composed from tg ops.
+``InstanceNormalization``, ``GroupNormalization``, ``LRN`` and ``LpNormalization``,
+and for ``LogSoftmax``, composed from tg ops.
 
 The first three standardize ``x`` over some axes, two-pass (``_standardized``)::
 
@@ -34,6 +34,10 @@ channels)::
 The window sum divided by ``size`` is one ``tg.avg_pool2d`` of ``x * x`` viewed as
 ``[N, 1, C, prod(spatial)]``, with a ``[size, 1]`` window and zero padding counted
 in the divisor (``count_include_pad``).
+
+``LpNormalization`` divides ``x`` by its norm along ``axis`` (default -1): ``p=1``
+``sum(|x|)``, ``p=2`` (the default) ``sqrt(sum(x * x))``; where the norm is 0 the
+result is 0, as ONNX's reference gives.
 
 ``LogSoftmax`` is ``x - max - log(sum(exp(x - max)))`` along ``axis``; before opset
 13 the input is coerced to 2-D as for ``Softmax``.
@@ -218,3 +222,23 @@ def _log_softmax_node(im: Importer, node: Node) -> list[Value | Array]:
         return [_log_softmax(g, x, axis)]
     flat = g.reshape(x, (math.prod(x.shape[:axis]), math.prod(x.shape[axis:])))
     return [g.reshape(_log_softmax(g, flat, 1), x.shape)]
+
+
+@converter("LpNormalization")
+def _lp_normalization(im: Importer, node: Node) -> list[Value | Array]:
+    """``x / norm`` along ``axis``, 0 where the norm is 0 (see the module
+    docstring)."""
+    g, x = im.graph, im.input(node, 0)
+    if x.dtype not in ("float16", "float32", "float64"):
+        raise node.error(f"expects a float tensor, got {x.dtype}")
+    if x.rank == 0:
+        raise node.error("expects an input of rank >= 1, got a scalar")
+    axis = _axis(node, int(node.attr("axis", -1)), x.rank)
+    p = int(node.attr("p", 2))
+    if p == 1:
+        norm = g.reduce_sum(g.abs(x), axis, keepdims=True)
+    elif p == 2:
+        norm = g.sqrt(g.reduce_sum(x * x, axis, keepdims=True))
+    else:
+        raise node.error(f"p must be 1 or 2, got {p}")
+    return [g.where(g.equal(norm, 0.0), 0.0, x / norm)]

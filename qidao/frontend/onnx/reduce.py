@@ -1,10 +1,11 @@
-"""Converters for ``ReduceSum``, ``ReduceMean``, ``ReduceMax``, ``Softmax``,
-``ArgMax``/``ArgMin`` and ``Hardmax``.
+"""Converters for ``ReduceSum``, ``ReduceMean``, ``ReduceMax``, ``ReduceProd``,
+``Softmax``, ``ArgMax``/``ArgMin`` and ``Hardmax``.
 
 tg's reductions take floats; an integer or bool input reduces in float64 (exact
 for integers below 2^53) and converts back: integers truncate (the reference's
 ``astype``), bools are ``> 0.5`` (``ReduceMax`` of bools is "any", false for an
-empty set)."""
+empty set). ``ReduceProd`` is ``tg.reduce_prod``, which also multiplies integers
+in their own dtype (wrapping around on overflow, as NumPy's ``prod``)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,22 @@ def _reduce(im: Importer, node: Node) -> list[Value | Array]:
             return [x]
         axes = list(range(x.rank))
     return [reduce_values(im.graph, fn, x, axes, keepdims)]
+
+
+@converter("ReduceProd")
+def _reduce_prod(im: Importer, node: Node) -> list[Value | Array]:
+    """``axes`` (input #1 from opset 18, an attribute before), ``keepdims`` (1),
+    ``noop_with_empty_axes`` (0: no axes reduce all of them)."""
+    x = im.input(node, 0)
+    if x.dtype == "bool":
+        raise node.error("expects a numeric tensor, got bool")
+    axes = _reduce_axes(im, node, 18)
+    keepdims = bool(node.attr("keepdims", 1))
+    if not axes:
+        if node.attr("noop_with_empty_axes", 0) or x.rank == 0:
+            return [x]
+        axes = list(range(x.rank))
+    return [im.graph.reduce_prod(x, axes, keepdims)]
 
 
 @converter("Softmax")

@@ -45,9 +45,13 @@ kernel: a broadcast for integer upscales, else one gather of their flattened blo
 ``tg.gather`` (all affine, one loop nest per run); other indices (nearest at a
 fractional scale: ``0, 0, 1, 2, 2, 3, ...``) are a ``tg.take`` of a constant index
 tensor, one nest whatever the pattern (``_gather``). Refused, with the node named:
-``coordinate_transformation_mode=tf_crop_and_resize`` (the ``roi`` crop and its
-``extrapolation_value``), ``antialias=1``, linear and cubic on integer tensors, and
-``scales`` or ``sizes`` computed at run time (they fix the output shape). The output
+linear and cubic on integer tensors, and ``scales``, ``sizes`` or ``roi`` computed
+at run time (they fix the output shape and the index tables; a small float graph
+input is bound by the specialization). ``tf_crop_and_resize`` takes its source
+coordinates from the ``roi`` (TensorFlow's ``CropAndResize``), and an output whose
+coordinate falls outside the input along any axis is ``extrapolation_value``.
+``antialias=1`` stretches the linear or cubic filter by ``1 / scale`` when
+downsampling (``_antialiased``). The output
 and every index table are checked against qidao's tensor limit
 (``qidao.frontend.limits``) before NumPy makes a table.
 """
@@ -79,6 +83,7 @@ COORDINATE_MODES = (
     "align_corners",
     "asymmetric",
     "tf_half_pixel_for_nn",
+    "tf_crop_and_resize",
 )
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
@@ -105,10 +110,7 @@ def _resize(im: Importer, node: Node) -> list[Value | Array]:
     nearest = ""
     if mode == "nearest":  # the attribute means nothing to the other modes
         nearest = _choice(node, "nearest_mode", "round_prefer_floor", NEAREST_MODES)
-    if int(node.attr("antialias", 0)):
-        raise node.error(
-            "antialias=1 is not supported (only 0: no antialiasing filter)"
-        )
+    antialias = bool(int(node.attr("antialias", 0))) and mode != "nearest"
     if mode != "nearest" and x.dtype not in ("float16", "float32", "float64"):
         raise node.error(
             f"mode '{mode}' on a {x.dtype} tensor is not supported (nearest only; "
@@ -116,14 +118,29 @@ def _resize(im: Importer, node: Node) -> list[Value | Array]:
         )
     scales, sizes = _scales_and_sizes(im, node, x.shape)
     check_tensor(node.label, sizes, np.dtype(x.dtype).itemsize)
+    crop = coordinate == "tf_crop_and_resize"
+    roi = _roi(im, node, x.rank) if crop else None
+    outside: dict[int, npt.NDArray[np.bool_]] = {}
     taps: dict[int, Taps] = {}
     for axis, (n, m, scale) in enumerate(zip(x.shape, sizes, scales, strict=True)):
-        if n == m and scale == 1.0:
+        if roi is not None:
+            start, end = roi[axis], roi[x.rank + axis]
+            if n == m and (start, end) == (0.0, 1.0) and n > 1:
+                continue  # the whole axis at its size: o to o
+            source = _crop_coordinates(n, m, start, end)
+            if np.any((source < 0) | (source > n - 1)):
+                outside[axis] = (source < 0) | (source > n - 1)
+        elif n == m and scale == 1.0:
             continue  # every coordinate mode maps o to o
+        else:
+            source = _source_coordinates(coordinate, n, m, scale)
         check_tensor(f"{node.label} (the index table of axis {axis})", [m], 8)
-        source = _source_coordinates(coordinate, n, m, scale)
         if mode == "nearest":
             taps[axis] = [(_nearest(source, nearest, n), None)]
+        elif antialias:
+            a = float(node.attr("cubic_coeff_a", -0.75))
+            exclude = bool(int(node.attr("exclude_outside", 0)))
+            taps[axis] = _antialiased(source, n, float(scale), mode, a, exclude)
         elif mode == "linear":
             taps[axis] = _linear(source, n)
         else:
@@ -131,13 +148,62 @@ def _resize(im: Importer, node: Node) -> list[Value | Array]:
             exclude = bool(int(node.attr("exclude_outside", 0)))
             taps[axis] = _cubic(source, n, a, exclude)
     if mode == "nearest" and taps:
-        return [
-            _nearest_gather(g, x, {a: t[0][0] for a, t in taps.items()}, node.label)
-        ]
-    y = x
-    for axis, axis_taps in taps.items():
-        y = _apply(g, y, axis, axis_taps)
+        y = _nearest_gather(g, x, {a: t[0][0] for a, t in taps.items()}, node.label)
+    else:
+        y = x
+        for axis, axis_taps in taps.items():
+            y = _apply(g, y, axis, axis_taps)
+    if outside:
+        fill = float(node.attr("extrapolation_value", 0.0))
+        y = g.where(_any_outside(g, outside, y.shape), fill, y)
     return [y]
+
+
+def _roi(im: Importer, node: Node, rank: int) -> npt.NDArray[np.float64]:
+    """``tf_crop_and_resize``'s region: ``[start_0 .., end_0 ..]`` for every axis
+    (the ``axes`` of opset 18 expanded; the others keep ``0 .. 1``)."""
+    given = _optional_const(im, node, node.inputs, 1, "roi")
+    if given is None:
+        raise node.error("tf_crop_and_resize needs the roi input")
+    axes = [int(a) % rank for a in node.attr("axes", range(rank))]
+    if given.size != 2 * len(axes):
+        raise node.error(
+            f"roi has {given.size} values; tf_crop_and_resize takes a start and an "
+            f"end for each of the {len(axes)} axes {axes}"
+        )
+    roi = np.array([0.0] * rank + [1.0] * rank)
+    for k, a in enumerate(axes):
+        roi[a], roi[rank + a] = given[k], given[len(axes) + k]
+    return roi
+
+
+def _crop_coordinates(
+    n: int, m: int, start: float, end: float
+) -> npt.NDArray[np.float32]:
+    """The input coordinate of each of the ``m`` outputs of ``tf_crop_and_resize``
+    (TensorFlow's ``CropAndResize``): ``m`` points from ``start * (n - 1)`` to
+    ``end * (n - 1)``, the middle one for ``m == 1``."""
+    lo, hi, last = F32(start), F32(end), F32(n - 1)  # in float32, as ONNX Runtime
+    span = (hi - lo) * last
+    if m == 1:
+        return np.array([span / F32(2) + lo * last], F32)
+    o = np.arange(m, dtype=F32)
+    return (o * span / F32(m - 1) + lo * last).astype(F32)
+
+
+def _any_outside(
+    g: Graph, outside: dict[int, npt.NDArray[np.bool_]], shape: tuple[int, ...]
+) -> Value:
+    """Whether each output element reads outside the input along some axis (the
+    per-axis masks broadcast and or-ed; one small constant each)."""
+    mask: Value | None = None
+    for axis, flags in outside.items():
+        along = [1] * len(shape)
+        along[axis] = shape[axis]
+        term = g.constant(flags.reshape(along), dtype="bool")
+        mask = term if mask is None else g.logical_or(mask, term)
+    assert mask is not None
+    return g.broadcast(mask, shape) if mask.shape != shape else mask
 
 
 def _scales_and_sizes(
@@ -203,7 +269,7 @@ def _optional_const(
     """Input #``index`` as a flat array, or None when it is omitted or empty."""
     if index >= len(names) or not names[index]:
         return None
-    value = np.asarray(im.const(node, names[index], what)).reshape(-1)
+    value = np.asarray(im.const(node, names[index], what, shape=True)).reshape(-1)
     return value if value.size else None
 
 
@@ -287,6 +353,63 @@ def _cubic(source: npt.NDArray[np.float32], n: int, a: float, exclude: bool) -> 
         total = (weights[0] + weights[1] + weights[2] + weights[3]).astype(F32)
         weights = [(w / total).astype(F32) for w in weights]
     return [(np.clip(i, 0, n - 1), w) for i, w in zip(indices, weights, strict=True)]
+
+
+def _antialiased(
+    source: npt.NDArray[np.float32],
+    n: int,
+    scale: float,
+    mode: str,
+    a: float,
+    exclude: bool,
+) -> Taps:
+    """``antialias=1``: when downsampling (``scale < 1``), the linear (triangle) or
+    cubic filter stretched by ``1 / scale``, so each output averages every input
+    element under it; ONNX's definition (its reference's ``_*_coeffs_antialias``):
+    the filter sampled at ``(i - ratio) * scale`` for a window of taps around the
+    coordinate (``ratio`` in ``(0, 1]``), normalized to sum 1; the taps are the
+    window's nearest elements (ties to the lower), edge-padded, and with
+    ``exclude_outside`` the ones outside the input weigh 0 (renormalized). Upscaling
+    (``scale >= 1``) is the plain filter."""
+    s = min(scale, 1.0)
+    reach = 1 if mode == "linear" else 2  # the filter's support, in input elements
+    start = math.floor(-reach / s) + 1
+    offsets = np.arange(start, 2 - start)
+    count = len(offsets)
+    pad = math.ceil(count / 2)
+    c = source.astype(np.float64)
+    base = np.floor(c)
+    ratio = np.where(c == base, 1.0, c - base)
+    args = (offsets[None, :] - ratio[:, None]) * s
+    if mode == "linear":
+        filter_ = np.clip(1 - np.abs(args), 0, 1)
+    else:
+        filter_ = _keys(np.abs(args), a)
+    weights = filter_ / filter_.sum(axis=1, keepdims=True)
+    # the `count` nearest of the padded positions [0, n + 2 * pad) to c + pad, ties
+    # to the lower one, back in input positions
+    indices = np.stack([_neighbors(x + pad, count, n + 2 * pad) for x in c]) - pad
+    if exclude:
+        weights = np.where((indices < 0) | (indices >= n), 0.0, weights)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    clamped = np.clip(indices, 0, n - 1)
+    return [(clamped[:, t], weights[:, t].astype(F32)) for t in range(count)]
+
+
+def _keys(t: npt.NDArray[np.float64], a: float) -> npt.NDArray[np.float64]:
+    """Keys' cubic kernel at distances ``t >= 0`` (0 from 2 on)."""
+    inner = ((a + 2) * t - (a + 3)) * t * t + 1
+    outer = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return np.where(t <= 1, inner, np.where(t < 2, outer, 0.0))
+
+
+def _neighbors(x: float, count: int, limit: int) -> npt.NDArray[np.int64]:
+    """The ``count`` positions of ``[0, limit)`` nearest to ``x`` (ties to the lower
+    one), ascending."""
+    low = max(0, math.floor(x) - count)
+    candidates = range(low, min(limit, math.floor(x) + count + 1))
+    picked = sorted(candidates, key=lambda i: (abs(x - i), i))[:count]
+    return np.array(sorted(picked), np.int64)
 
 
 def _apply(g: Graph, x: Value, axis: int, taps: Taps) -> Value:

@@ -21,13 +21,16 @@ integer or bool input (``BOUND_TYPES``) or a dynamic one: at ``qidao.compile`` w
 every shape is static (a model that then imports needs no specialization and
 compiles ahead of time), else at the first call; a later import that needs more
 binds more. When that first import fails for another reason, every integer input
-is bound (the conservative choice: their values fold). A float input is never
-bound (it is data); a model with float inputs only is imported once, ahead of
-time, as before.
+is bound (the conservative choice: their values fold). A float input is data and
+is never bound, except a *small* one (static shape, rank 0 or 1, at most
+``SMALL_FLOAT_ELEMENTS`` elements) whose value the import needs *for a shape*
+(``ConstantRequiredError.shape``): a ``Resize`` or ``Upsample`` ``scales`` input
+(the scales fix the output shape), a float ``OneHot`` depth. A model whose inputs are all other float tensors is imported once, ahead
+of time.
 
 ``needed_inputs`` takes the tensors' ``nx.ancestors`` in the model's tensor→tensor
-graph (an edge from each node input to each node output), which are exactly the
-tensors they are computed from.
+graph (an edge from each node input, and each outer value its subgraphs read, to
+each node output), which are exactly the tensors they are computed from.
 
 The compiled program is cached under the bound values and the input shapes; a call
 with other values or shapes compiles again (at most ``MAX_ENTRIES`` are kept, least
@@ -56,6 +59,7 @@ from onnx import TensorProto, helper
 
 from qidao.errors import ArgumentError, QidaoError
 from qidao.frontend.errors import ConstantRequiredError, FrontendError
+from qidao.frontend.onnx import subgraphs
 
 
 class Program(Protocol):
@@ -89,6 +93,14 @@ BOUND_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL}
 
 _INTEGER_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64})
 
+_FLOAT_TYPES = frozenset(
+    {TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE}
+)
+
+SMALL_FLOAT_ELEMENTS = 64
+"""The most elements a float graph input may have for a specialization to bind it
+(when the import needs its value: scales, a depth); a larger one is data."""
+
 
 def onnx_proto(model: Any) -> onnx.ModelProto | None:
     """``model`` if it is an ONNX ``ModelProto``, the graph of a ``.onnx`` path
@@ -116,14 +128,33 @@ def _elem_type(graph_input: Any) -> int:
     return int(graph_input.type.tensor_type.elem_type)
 
 
-def bindable_inputs(proto: onnx.ModelProto) -> list[str]:
+def _kind(dtype: np.dtype[Any]) -> str:
+    """NumPy's kind letter of ``dtype``; ``"f"`` for bfloat16 too (``ml_dtypes``'
+    floats are of kind ``"V"``)."""
+    return "f" if dtype.name == "bfloat16" else dtype.kind
+
+
+def bindable_inputs(proto: onnx.ModelProto, shape: bool = True) -> list[str]:
     """The runtime graph inputs whose values a specialization may bind: integer and
-    bool tensors (a float one is data: binding it would fold the whole model)."""
+    bool tensors, and with ``shape`` (for a value that fixes a shape) small float
+    ones too (:func:`is_small_float`; any other float input is data: binding it
+    would fold the whole model)."""
     return [
         str(i.name)
         for i in runtime_inputs(proto)
-        if i.type.HasField("tensor_type") and _elem_type(i) in BOUND_TYPES
+        if i.type.HasField("tensor_type")
+        and (_elem_type(i) in BOUND_TYPES or (shape and is_small_float(i)))
     ]
+
+
+def is_small_float(graph_input: Any) -> bool:
+    """Whether a graph input is a float tensor of static shape, rank 0 or 1, with at
+    most ``SMALL_FLOAT_ELEMENTS`` elements: the shape of a scales vector or a
+    scalar, which a specialization binds when the import needs its value."""
+    if _elem_type(graph_input) not in _FLOAT_TYPES or not _is_static(graph_input):
+        return False
+    dims = [d.dim_value for d in graph_input.type.tensor_type.shape.dim]
+    return len(dims) <= 1 and (not dims or dims[0] <= SMALL_FLOAT_ELEMENTS)
 
 
 def has_dynamic_inputs(proto: onnx.ModelProto) -> bool:
@@ -141,13 +172,19 @@ def needed_inputs(proto: onnx.ModelProto, names: Sequence[str]) -> list[str]:
     flow = nx.DiGraph(
         (str(i), str(out))
         for node in proto.graph.node
-        for i in node.input
+        for i in [*node.input, *_subgraph_reads(node)]
         for out in node.output
         if i and out
     )
     flow.add_nodes_from(wanted)
     upstream = wanted.union(*(nx.ancestors(flow, n) for n in wanted))
     return [str(i.name) for i in runtime_inputs(proto) if str(i.name) in upstream]
+
+
+def _subgraph_reads(node: Any) -> set[str]:
+    """The outer values the subgraphs of an ``If``/``Loop``/``Scan`` node read: its
+    outputs are computed from them too."""
+    return set().union(*(subgraphs.free_names(g) for g in subgraphs.nested(node)))
 
 
 def inputs_to_bind(
@@ -159,12 +196,12 @@ def inputs_to_bind(
     each ``ConstantRequiredError`` binds the bindable inputs its tensors come from.
     The error is raised again when there is nothing left to bind."""
     bound = list(bound)
-    bindable = bindable_inputs(proto)
     while True:
         try:
             attempt(bound)
             return bound
         except ConstantRequiredError as e:
+            bindable = bindable_inputs(proto, e.shape)
             more = [
                 n
                 for n in needed_inputs(proto, e.names)
@@ -176,8 +213,8 @@ def inputs_to_bind(
 
 
 def needs_specialization(proto: onnx.ModelProto) -> bool:
-    """Whether a graph input is an integer or bool tensor (its value may be needed)
-    or has a dynamic dimension."""
+    """Whether a graph input is an integer or bool tensor or a small float one (its
+    value may be needed) or has a dynamic dimension."""
     return bool(bindable_inputs(proto)) or has_dynamic_inputs(proto)
 
 
@@ -198,10 +235,10 @@ def specialized(
         return Specialized(proto, compile_module)  # what to bind: at the first call
     from qidao.frontend.onnx import import_onnx
 
-    bindable = bindable_inputs(proto)
     try:
         import_onnx(proto)  # every input at run time
     except ConstantRequiredError as e:
+        bindable = bindable_inputs(proto, e.shape)
         needed = [n for n in needed_inputs(proto, e.names) if n in bindable]
         # nothing to bind: compiling reports the error
         return Specialized(proto, compile_module, needed) if needed else None
@@ -273,13 +310,13 @@ class Specialized:
 
     def _constant(self, index: int, value: Any) -> np.ndarray[Any, Any]:
         """Input #index converted to its declared dtype (a bool input takes bools,
-        an integer one integers)."""
+        an integer one integers, a float one numbers)."""
         name = self.names[index]
         elem_type = self.graph_inputs[index].type.tensor_type.elem_type
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
         array = np.asarray(value)
-        kinds = "b" if dtype.kind == "b" else "iu"
-        if not (array.dtype.kind in kinds or array.size == 0):
+        kinds = {"b": "b", "f": "fiu"}.get(_kind(dtype), "iu")
+        if not (_kind(array.dtype) in kinds or array.size == 0):
             raise ArgumentError(
                 f"input '{name}' (#{index}) is a {np.dtype(dtype).name} tensor, got "
                 f"an array of {array.dtype}"
@@ -330,7 +367,7 @@ class Specialized:
         if self._latest is None:
             raise NotCompiledYetError(
                 "this model is compiled at its first call (it specializes on the "
-                f"values of {self.bound or 'no'} integer input(s) and on dynamic "
+                f"values of {self.bound or 'no'} integer or scale input(s) and on dynamic "
                 "input shapes); call it first"
             )
         return self._latest

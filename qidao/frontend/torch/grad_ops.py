@@ -18,7 +18,8 @@ ops qidao converts whole:
 - ``convolution_backward``: ``dx`` and ``dw`` from
   ``qidao.dialects.tg.grad.conv.conv2d_grads`` (the vjp of ``tg.conv2d``, built
   through an ``Emit``), the bias gradient the sum of ``g`` over N, H and W; only
-  the gradients in ``output_mask`` are built.
+  the gradients in ``output_mask`` are built. A 1-D convolution's are those of
+  its unit-height 2-D views; a 3-D one's backward is refused (it runs in PyTorch).
 
 The converters register in ``ops.CONVERTERS`` (``importer.py`` imports this module),
 each with the dtype rule (``ops.DTYPE_RULES``) that lets its bool or integer
@@ -282,8 +283,11 @@ def _check_convolution_backward(*args: Any, **kwargs: Any) -> str | None:
     if transposed:
         return "transposed convolution is not supported"
     stride = kwargs.get("stride", args[4] if len(args) > 4 else [1, 1])
-    if len(stride) != 2:
-        return f"only 2-D convolution is supported (stride {list(stride)})"
+    if len(stride) not in (1, 2):
+        return (
+            f"only the backward of 1-D and 2-D convolutions is supported (stride "
+            f"{list(stride)})"
+        )
     return None
 
 
@@ -319,8 +323,16 @@ def _convolution_backward(
     output_mask: Sequence[bool],
 ) -> tuple[Value | None, Value | None, Value | None]:
     """(dx, dw, db) of ``convolution``, each None where ``output_mask`` says it is
-    not needed."""
+    not needed. A 1-D convolution is the 2-D one of the unit-height views ``[N, C,
+    1, L]`` (as its forward, ``qidao/frontend/spatial.py``): its gradients are
+    those of the views."""
     g, x, w = cv.tensor(grad_output), cv.tensor(input), cv.tensor(weight)
+    one_d = x.rank == 3
+    if one_d:
+        g, x, w = (cv.g.reshape(v, [*v.shape[:2], 1, v.shape[2]]) for v in (g, x, w))
+        stride = [1, *int_list(stride, 1)]
+        padding = [0, *int_list(padding, 1)]
+        dilation = [1, *int_list(dilation, 1)]
     dx = dw = db = None
     if output_mask[0] or output_mask[1]:
         ph, pw = int_list(padding)
@@ -337,6 +349,9 @@ def _convolution_backward(
             )
         dx = Value(cv.g, dx_ssa) if output_mask[0] else None
         dw = Value(cv.g, dw_ssa) if output_mask[1] else None
+        if one_d:  # [.., .., 1, L] back to [.., .., L]
+            dx = None if dx is None else cv.g.reshape(dx, [*dx.shape[:2], dx.shape[3]])
+            dw = None if dw is None else cv.g.reshape(dw, [*dw.shape[:2], dw.shape[3]])
     if output_mask[2]:
         db = cv.g.reduce_sum(g, (0, 2, 3))
     return dx, dw, db

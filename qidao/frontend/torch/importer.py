@@ -29,7 +29,8 @@ The steps:
    subgraph with qidao and runs the rest in PyTorch.
 
 The converter table lives in ``ops.py`` (and ``grad_ops.py``, the ops that
-backward graphs bring; ``loss_ops.py``, ``nll_loss`` and ``cross_entropy_loss``);
+backward graphs bring; ``loss_ops.py``, ``nll_loss`` and ``cross_entropy_loss``;
+``scatter_ops.py``, ``scatter``, ``scatter_add``, ``scatter_reduce``, ``index_put``);
 ``backend.py`` runs the result on torch tensors; ``training.py`` compiles
 AOTAutograd's forward and backward graphs for ``torch.compile`` training.
 """
@@ -54,11 +55,19 @@ from qidao.errors import UnsupportedError
 from qidao.frontend.builder import Value
 from qidao.frontend.errors import FrontendError, GraphError
 from qidao.frontend.torch import (  # noqa: F401  (they register their converters)
+    along_axis_ops,
     grad_ops,
     loss_ops,
+    scatter_ops,
 )
 from qidao.frontend.torch.custom import converter_for  # torch.library ops
-from qidao.frontend.torch.ops import CONVERTERS, DTYPE_RULES, FxValues, op_name
+from qidao.frontend.torch.ops import (
+    CONVERTERS,
+    DTYPE_RULES,
+    Converter,
+    FxValues,
+    op_name,
+)
 
 SUPPORTED_OPS: tuple[str, ...] = tuple(sorted({op_name(t) for t in CONVERTERS}))
 """The ATen operators the converter table has a converter for (some only for some
@@ -274,12 +283,31 @@ def node_support(node: torch.fx.Node) -> str | None:
             if user.target is not operator.getitem:
                 return "a multi-result op used other than by indexing"
             item = user.meta.get("val")
-            if not isinstance(item, torch.Tensor) or item.dtype != torch.float32:
+            wanted = torch.float32
+            if user.args[1] in entry.index_results:  # Converter.index_results
+                wanted = torch.int64
+            if not isinstance(item, torch.Tensor) or item.dtype != wanted:
                 return "a result other than a float32 tensor is read"
         results: list[torch.dtype] = []
     else:
         results = [t.dtype for t in _vals(value)]
+        if _reads_indices(node, entry):
+            if results != [torch.int64]:
+                return f"the indices are {results} (int64 expected)"
+            results = []
     return _dtype_refusal(entry.dtypes, dtypes, results)
+
+
+def _reads_indices(node: torch.fx.Node, entry: Converter) -> bool:
+    """Whether ``node``'s one result is int64 indices that a converter declares
+    (``Converter.index_results``): a getitem of such a result of a multi-result
+    op, or the result of an op whose ``index_results`` is ``(0,)``."""
+    if node.target is operator.getitem:
+        source = node.args[0]
+        assert isinstance(source, torch.fx.Node)
+        made_by = CONVERTERS.get(source.target)
+        return made_by is not None and node.args[1] in made_by.index_results
+    return entry.index_results == (0,)
 
 
 _NUMBERS = (torch.float32, torch.int32, torch.int64)
@@ -438,14 +466,23 @@ class _Support(OperatorSupportBase):  # type: ignore[misc]
 
 def partition(gm: torch.fx.GraphModule, prefix: str = "qidao_") -> list[str]:
     """Fuse the supported nodes of ``gm`` (in place) into ``call_module`` submodules
-    named ``<prefix><k>``; returns their names. The rest stays PyTorch."""
+    named ``<prefix><k>``; returns their names. The rest stays PyTorch.
+
+    A part whose results nothing uses (supported nodes left dead in the graph, say
+    beside a fallback) computes nothing the graph returns: it is removed, not
+    compiled (a graph with no outputs is no program)."""
     partitioner = CapabilityBasedPartitioner(
         gm, _Support(), allows_single_node_partition=True
     )
     parts = partitioner.propose_partitions()
     partitioner.fuse_partitions(parts, prefix=prefix)
-    return [
-        str(n.target)
-        for n in gm.graph.nodes
-        if n.op == "call_module" and str(n.target).startswith(prefix)
-    ]
+    names = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_module" or not str(node.target).startswith(prefix):
+            continue
+        if node.users:
+            names.append(str(node.target))
+        else:
+            gm.graph.erase_node(node)
+            gm.delete_submodule(str(node.target))
+    return names

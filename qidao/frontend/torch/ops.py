@@ -43,6 +43,7 @@ from qidao.dialects import tg
 from qidao.dialects.attributes import NONNEGATIVE_ATTR
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.errors import GraphError
+from qidao.frontend.spatial import SPATIAL_RANKS, Window, conv_nd, pool_nd
 
 aten = torch.ops.aten
 
@@ -98,6 +99,10 @@ class Converter:
     dtypes: str = "float32"
     """Which dtypes the other tensors (inputs and results) may have, one of
     ``DTYPE_RULES``; ``qidao.frontend.torch.importer.node_support`` checks it."""
+    index_results: tuple[int, ...] = ()
+    """Positions of the results of a multi-result op that are int64 index tensors
+    (``topk``'s, ``sort``'s indices): the only results read that need not be
+    float32."""
 
 
 DTYPE_RULES: dict[str, str] = {
@@ -120,15 +125,16 @@ def converter(
     check: Check | None = None,
     index_args: tuple[int, ...] = (),
     dtypes: str = "float32",
+    index_results: tuple[int, ...] = (),
 ) -> Callable[[Fn], Fn]:
     """Register a function as the converter of ATen overloads ``targets``;
-    ``index_args`` and ``dtypes``: see ``Converter``."""
+    ``index_args``, ``dtypes`` and ``index_results``: see ``Converter``."""
     assert dtypes in DTYPE_RULES, f"unknown dtype rule {dtypes!r}"
 
     def register(fn: Fn) -> Fn:
         for target in targets:
             assert target not in CONVERTERS, f"two converters for {target}"
-            CONVERTERS[target] = Converter(fn, check, index_args, dtypes)
+            CONVERTERS[target] = Converter(fn, check, index_args, dtypes, index_results)
         return fn
 
     return register
@@ -454,18 +460,35 @@ def _sdpa(
     return cv.g.matmul(cv.g.softmax(scores, -1), v)
 
 
+def _kernel_rank(weight: Any) -> int | None:
+    """The number of spatial axes of a convolution's weight ``[F, C / groups,
+    *kernel]`` (an FX node, whose shape the export recorded), or None when it
+    carries no shape."""
+    meta = getattr(weight, "meta", {}).get("val")
+    return None if meta is None else int(meta.dim()) - 2
+
+
 def _check_conv(*args: Any, **kwargs: Any) -> str | None:
-    stride = args[3] if len(args) > 3 else kwargs.get("stride", [1, 1])
-    if not isinstance(stride, int) and len(stride) != 2:
-        return f"only 2-D convolution is supported (stride {list(stride)})"
+    rank = _kernel_rank(args[1]) if len(args) > 1 else None
+    if rank is not None and rank not in SPATIAL_RANKS:
+        return f"only 1-D, 2-D and 3-D convolutions are supported ({rank}-D)"
+    stride = args[3] if len(args) > 3 else kwargs.get("stride", 1)
     padding = args[4] if len(args) > 4 else kwargs.get("padding", 0)
-    if padding == "same" and int_list(stride) != (1, 1):
+    if padding == "same" and set(int_list(stride, 1)) != {1}:
         return "padding='same' with a stride is not supported"
     return None
 
 
-@converter(aten.conv2d.default, aten.conv2d.padding, check=_check_conv)
-def _conv2d(
+@converter(
+    aten.conv1d.default,
+    aten.conv1d.padding,
+    aten.conv2d.default,
+    aten.conv2d.padding,
+    aten.conv3d.default,
+    aten.conv3d.padding,
+    check=_check_conv,
+)
+def _conv(
     cv: FxValues,
     x: Arg,
     weight: Arg,
@@ -475,27 +498,34 @@ def _conv2d(
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
 ) -> Value:
-    w = cv.tensor(weight)
-    d = int_list(dilation)
+    """Convolution with 1, 2 or 3 spatial axes (the weight's rank says which), one
+    ``tg.conv2d`` (``qidao/frontend/spatial.py``); an unbatched input ``[C,
+    *spatial]`` is a batch of one."""
+    v, w = cv.tensor(x), cv.tensor(weight)
+    rank = w.rank - 2
+    unbatched = v.rank == w.rank - 1
+    if unbatched:
+        v = cv.g.reshape(v, [1, *v.shape])
+    d = int_list(dilation, rank)
     if padding == "valid":
-        pads: tuple[int, ...] = (0, 0, 0, 0)
+        pads: tuple[int, ...] = (0,) * 2 * rank
     elif padding == "same":
-        total = [d[i] * (w.shape[2 + i] - 1) for i in range(2)]
-        pads = (total[0] // 2, total[1] // 2, total[0] - total[0] // 2)
-        pads = (*pads, total[1] - total[1] // 2)
+        total = [d[i] * (w.shape[2 + i] - 1) for i in range(rank)]
+        pads = (*[t // 2 for t in total], *[t - t // 2 for t in total])
     else:
         assert not isinstance(padding, str)
-        ph, pw = int_list(padding)
-        pads = (ph, pw, ph, pw)
-    return cv.g.conv2d(
-        cv.tensor(x),
+        pads = int_list(padding, rank) * 2
+    y = conv_nd(
+        cv.g,
+        v,
         w,
         None if bias is None else cv.tensor(bias),
-        strides=int_list(stride),
+        strides=int_list(stride, rank),
         padding=pads,
         dilation=d,
         groups=groups,
     )
+    return cv.g.reshape(y, list(y.shape[1:])) if unbatched else y
 
 
 def _check_convolution(*args: Any, **kwargs: Any) -> str | None:
@@ -517,7 +547,7 @@ def _convolution(
     output_padding: Sequence[int],
     groups: int,
 ) -> Value:
-    return _conv2d(cv, x, weight, bias, stride, padding, dilation, groups)
+    return _conv(cv, x, weight, bias, stride, padding, dilation, groups)
 
 
 # ---- normalization ----------------------------------------------------------
@@ -713,6 +743,143 @@ def _adaptive_avg_pool2d(cv: FxValues, x: Arg, output_size: Sequence[int]) -> Va
         )
     k = (h // out[0], w // out[1])
     return cv.g.avg_pool2d(v, k, k)
+
+
+def _pool_windows(
+    rank: int,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int],
+    padding: int | Sequence[int],
+    dilation: int | Sequence[int] = 1,
+) -> list[Window]:
+    """PyTorch's pool arguments as one window per spatial axis (an empty stride is
+    the kernel size; the padding is the same at both ends)."""
+    k = int_list(kernel_size, rank)
+    s = int_list(stride, rank) if stride else k
+    p, d = int_list(padding, rank), int_list(dilation, rank)
+    return [(k[i], s[i], d[i], p[i], p[i]) for i in range(rank)]
+
+
+def _pool(cv: FxValues, x: Arg, kind: str, windows: list[Window], pad: bool) -> Value:
+    """``pool_nd`` of ``[N, C, *spatial]``, or of an unbatched ``[C, *spatial]`` as a
+    batch of one."""
+    v = cv.tensor(x)
+    unbatched = v.rank == len(windows) + 1
+    if unbatched:
+        v = cv.g.reshape(v, [1, *v.shape])
+    y = pool_nd(cv.g, v, kind, windows, pad)
+    return cv.g.reshape(y, list(y.shape[1:])) if unbatched else y
+
+
+@converter(aten.max_pool1d.default, check=_check_max_pool)
+def _max_pool1d(
+    cv: FxValues,
+    x: Arg,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> Value:
+    windows = _pool_windows(1, kernel_size, stride, padding, dilation)
+    return _pool(cv, x, "max", windows, False)
+
+
+@converter(aten.max_pool3d.default, check=_check_max_pool)
+def _max_pool3d(
+    cv: FxValues,
+    x: Arg,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    ceil_mode: bool = False,
+) -> Value:
+    windows = _pool_windows(3, kernel_size, stride, padding, dilation)
+    return _pool(cv, x, "max", windows, False)
+
+
+@converter(aten.max_pool3d_with_indices.default, check=_check_max_pool)
+def _max_pool3d_with_indices(cv: FxValues, x: Arg, *args: Any) -> tuple[Value, None]:
+    return (_max_pool3d(cv, x, *args), None)
+
+
+@converter(aten.avg_pool1d.default, check=_check_avg_pool)
+def _avg_pool1d(
+    cv: FxValues,
+    x: Arg,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: int | Sequence[int] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Value:
+    windows = _pool_windows(1, kernel_size, stride, padding)
+    return _pool(cv, x, "avg", windows, count_include_pad)
+
+
+@converter(aten.avg_pool3d.default, check=_check_avg_pool)
+def _avg_pool3d(
+    cv: FxValues,
+    x: Arg,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: int | Sequence[int] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Value:
+    windows = _pool_windows(3, kernel_size, stride, padding)
+    return _pool(cv, x, "avg", windows, count_include_pad)
+
+
+def _check_adaptive(*args: Any, **kwargs: Any) -> str | None:
+    """Refuse (PyTorch then runs it) an output size that does not divide the input's
+    spatial sizes: its windows then overlap and differ in size."""
+    meta = getattr(args[0], "meta", {}).get("val") if args else None
+    out = args[1] if len(args) > 1 else kwargs.get("output_size")
+    if meta is None or out is None:
+        return None
+    sizes = list(meta.shape[-len(int_list(out, 1)) :])
+    wanted = int_list(out, len(sizes))
+    if any(size % o for size, o in zip(sizes, wanted, strict=True)):
+        return (
+            f"adaptive average pooling of spatial size {sizes} to {list(wanted)} "
+            "(only output sizes that divide the input size are supported)"
+        )
+    return None
+
+
+@converter(aten.adaptive_avg_pool1d.default, check=_check_adaptive)
+def _adaptive_avg_pool1d(cv: FxValues, x: Arg, output_size: Sequence[int]) -> Value:
+    return _adaptive_avg_pool(cv, x, int_list(output_size, 1))
+
+
+@converter(
+    aten.adaptive_avg_pool3d.default,
+    aten._adaptive_avg_pool3d.default,
+    check=_check_adaptive,
+)
+def _adaptive_avg_pool3d(cv: FxValues, x: Arg, output_size: Sequence[int]) -> Value:
+    return _adaptive_avg_pool(cv, x, int_list(output_size, 3))
+
+
+def _adaptive_avg_pool(cv: FxValues, x: Arg, out: tuple[int, ...]) -> Value:
+    """A mean over the spatial axes for an output of ones; else, when every output
+    size divides the input size, an average pool whose windows tile the input."""
+    v = cv.tensor(x)
+    rank = len(out)
+    sizes = v.shape[-rank:]
+    axes = tuple(range(v.rank - rank, v.rank))
+    if set(out) == {1}:
+        return cv.g.reduce_mean(v, axes, keepdims=True)
+    if any(size % o for size, o in zip(sizes, out, strict=True)):
+        raise GraphError(
+            f"adaptive average pooling to {list(out)} needs the input size "
+            f"{list(sizes)} to be a multiple of the output size"
+        )
+    windows = [(n // o, n // o, 1, 0, 0) for n, o in zip(sizes, out, strict=True)]
+    return _pool(cv, v, "avg", windows, False)
 
 
 # ---- reductions -------------------------------------------------------------

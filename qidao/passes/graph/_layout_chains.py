@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import networkx as nx
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
 
 from qidao.dialects import tg
 from qidao.dialects.tg.linalg import NCHW
@@ -110,8 +110,10 @@ def find_chains(block: Block) -> list[Chain]:
     """The chains of ``block`` that hold a convolution, ordered by their first op.
 
     Members are anchors and layout-agnostic ops; two members are in one chain when
-    one uses a result of the other: the chains are the connected components of the
-    producer→consumer graph of the members (``nx.connected_components``).
+    one uses a result of the other as data: the chains are the connected components
+    of the producer→consumer graph of the members (``nx.connected_components``). A
+    convolution's weight and bias are not data: a weight computed by an elementwise
+    op (``w - zero_point``) enters the chain as a weight, re-laid-out as HWIO.
     """
     members = [op for op in block.ops if is_anchor(op) or is_layout_agnostic(op)]
     order = {op: index for index, op in enumerate(members)}
@@ -120,7 +122,7 @@ def find_chains(block: Block) -> list[Chain]:
     graph.add_edges_from(
         (operand.owner, op)
         for op in members
-        for operand in op.operands
+        for operand in _data_operands(op)
         if operand.owner in order
     )
     components = (
@@ -128,3 +130,11 @@ def find_chains(block: Block) -> list[Chain]:
     )
     chains = sorted((Chain(ops) for ops in components), key=lambda c: order[c.ops[0]])
     return [chain for chain in chains if chain.has_conv()]
+
+
+def _data_operands(op: Operation) -> list[SSAValue]:
+    """The operands through which ``op`` joins its producers' chain: a
+    convolution's input alone, every operand of any other op."""
+    if isinstance(op, tg.Conv2dOp):
+        return [op.input]
+    return list(op.operands)

@@ -1,5 +1,5 @@
-"""``insert-checks``: make the run-time domain of gathers and integer divisions
-observable, so that a call can raise where ONNX Runtime and PyTorch raise.
+"""``insert-checks``: make the run-time domain of gathers, scatters and integer
+divisions observable, so that a call can raise where ONNX Runtime and PyTorch raise.
 
 A kernel never traps: an index outside ``[-n, n)`` is clamped and an integer
 divisor of 0 gives 0 (``qidao.dialects.tg.domain``, ``docs/semantics.md``). With
@@ -16,6 +16,10 @@ only if none did.
   ``index_select`` and ``gather`` reject negative indices).
   (The indices are cast to ``f64`` first, where negation cannot overflow; the
   comparison stays exact, since rounding keeps the order and ``n < 2^53``.)
+- ``tg.scatter_elements``: the same two results for its indices on its axis (a
+  kernel skips an out-of-range update). ``tg.scatter_nd`` and ``tg.gather_nd``:
+  one such check per component ``j`` of the index tuples, on the column
+  ``indices[..., j]`` (a ``tg.slice`` view) against the axis it indexes.
 - ``tg.div`` on integers: the count of zero divisors, as an ``f64`` scalar.
 
 The function's ``qd.checks`` lists the checks in result order (``kind``,
@@ -109,15 +113,12 @@ def _check_function(fn: func.FuncOp) -> None:
     for op in list(fn.walk()):
         if not has_runtime_domain(op):
             continue
-        found = _check(op)
-        if found is None:
-            continue
-        attr, values = found
-        kind = attr.data["kind"]
-        assert isinstance(kind, StringAttr)
-        names += [f"check{len(checks)}_{n}" for n in RESULTS_PER_KIND[kind.data]]
-        checks.append(attr)
-        results += values
+        for attr, values in _checks(op):
+            kind = attr.data["kind"]
+            assert isinstance(kind, StringAttr)
+            names += [f"check{len(checks)}_{n}" for n in RESULTS_PER_KIND[kind.data]]
+            checks.append(attr)
+            results += values
     if not checks:
         return
     ret = fn.body.blocks[-1].last_op
@@ -134,45 +135,113 @@ def _check_function(fn: func.FuncOp) -> None:
         )
 
 
-def _check(op: Operation) -> tuple[DictionaryAttr, list[SSAValue]] | None:
-    """The description and the result values of ``op``'s check (inserted before
-    ``op``), or None where it cannot fail."""
+Check = tuple[DictionaryAttr, list[SSAValue]]
+"""A check's description and its result values."""
+
+
+def _checks(op: Operation) -> list[Check]:
+    """The checks of ``op`` (inserted before it): one per index axis (a k-tuple of
+    ``tg.scatter_nd``/``tg.gather_nd`` has k), none where they cannot fail."""
     source = op.attributes.get(SOURCE_ATTR)
     label = source.data if isinstance(source, StringAttr) else _describe(op)
-    ops: list[Operation] = []
-    attr: dict[str, str | int]
+    low_zero = NONNEGATIVE_ATTR in op.attributes
     if isinstance(op, tg.TakeOp | tg.GatherElementsOp):
         size = tensor(op.input).get_shape()[op.normalized_axis()]
-        low = 0 if NONNEGATIVE_ATTR in op.attributes else -size
-        indices = op.indices
-        constant = _constant(indices)
-        if _empty(indices) or (
-            constant is not None and bool(np.all((constant >= low) & (constant < size)))
-        ):
-            return None
-        as_float = tg.CastOp(indices, f64)
-        negated = tg.NegOp(as_float.result)
-        ops += [as_float, negated]
-        values = [_reduce(tg.ReduceMaxOp, v, ops) for v in (as_float, negated)]
-        attr = {"kind": "index", "source": label, "size": size, "low": low}
+        found = _index_check(op, op.indices, size, low_zero, label)
+        return [] if found is None else [found]
+    if isinstance(op, tg.ScatterElementsOp):
+        size = tensor(op.data).get_shape()[op.normalized_axis()]
+        found = _index_check(op, op.indices, size, low_zero, label)
+        return [] if found is None else [found]
+    if isinstance(op, tg.ScatterNdOp | tg.GatherNdOp):
+        return _tuple_checks(op, low_zero, label)
+    assert isinstance(op, tg.DivOp)
+    found = _divisor_check(op, label)
+    return [] if found is None else [found]
+
+
+def _tuple_checks(
+    op: tg.ScatterNdOp | tg.GatherNdOp, low_zero: bool, label: str
+) -> list[Check]:
+    """One index check per component ``j`` of the k-tuples: the column
+    ``indices[..., j]`` (a strided view) against axis ``first + j`` of the data."""
+    if isinstance(op, tg.GatherNdOp):
+        data, first = op.input, op.batch_dims.value.data
     else:
-        assert isinstance(op, tg.DivOp)
-        divisor = op.rhs
-        constant = _constant(divisor)
-        if _empty(op.result) or (constant is not None and bool(np.all(constant != 0))):
-            return None
-        zero = tg.ConstantOp.from_numpy(
-            np.array(0, dtype_name(tensor(divisor).get_element_type()))
-        )
-        is_zero = tg.EqualOp(divisor, zero.result)
-        count = tg.CastOp(is_zero.result, f64)
-        ops += [zero, is_zero, count]
-        values = [_reduce(tg.ReduceSumOp, count, ops)]
-        attr = {"kind": "divisor", "source": label}
+        data, first = op.data, 0
+    shape = tensor(data).get_shape()
+    index_shape = tensor(op.indices).get_shape()
+    constant = _constant(op.indices)
+    found: list[Check] = []
+    for j in range(index_shape[-1]):
+        size = shape[first + j]
+        if constant is not None and _inside(constant[..., j], size, low_zero):
+            continue
+        start = [0] * (len(index_shape) - 1) + [j]
+        column = tg.SliceOp(op.indices, start, [*index_shape[:-1], j + 1])
+        _insert_before(op, [column])
+        where = f"{label}, component {j} of the index tuples (axis {first + j})"
+        check = _index_check(op, column.result, size, low_zero, where)
+        if check is None:  # an empty column
+            column.detach()
+            column.erase()
+            continue
+        found.append(check)
+    return found
+
+
+def _inside(indices: np.ndarray, size: int, low_zero: bool) -> bool:
+    """Every one of the constant ``indices`` is inside ``[low, size)``."""
+    low = 0 if low_zero else -size
+    return bool(np.all((indices >= low) & (indices < size)))
+
+
+def _index_check(
+    op: Operation, indices: SSAValue, size: int, low_zero: bool, label: str
+) -> Check | None:
+    """The largest index and the largest negated index (inserted before ``op``),
+    or None where no index can be outside ``[low, size)``."""
+    constant = _constant(indices)
+    if _empty(indices) or (constant is not None and _inside(constant, size, low_zero)):
+        return None
+    ops: list[Operation] = []
+    as_float = tg.CastOp(indices, f64)
+    negated = tg.NegOp(as_float.result)
+    ops += [as_float, negated]
+    values = [_reduce(tg.ReduceMaxOp, v, ops) for v in (as_float, negated)]
+    _insert_before(op, ops)
+    low = 0 if low_zero else -size
+    attr: dict[str, str | int] = {
+        "kind": "index",
+        "source": label,
+        "size": size,
+        "low": low,
+    }
+    return _dictionary(attr), values
+
+
+def _insert_before(op: Operation, ops: list[Operation]) -> None:
     block = op.parent_block()
     assert block is not None
     block.insert_ops_before(ops, op)
-    return _dictionary(attr), values
+
+
+def _divisor_check(op: tg.DivOp, label: str) -> Check | None:
+    """The count of zero divisors (inserted before ``op``), or None where no
+    divisor can be 0."""
+    divisor = op.rhs
+    constant = _constant(divisor)
+    if _empty(op.result) or (constant is not None and bool(np.all(constant != 0))):
+        return None
+    zero = tg.ConstantOp.from_numpy(
+        np.array(0, dtype_name(tensor(divisor).get_element_type()))
+    )
+    is_zero = tg.EqualOp(divisor, zero.result)
+    count = tg.CastOp(is_zero.result, f64)
+    ops: list[Operation] = [zero, is_zero, count]
+    values = [_reduce(tg.ReduceSumOp, count, ops)]
+    _insert_before(op, ops)
+    return _dictionary({"kind": "divisor", "source": label}), values
 
 
 def _reduce(

@@ -62,7 +62,7 @@ the module is left as it was):
 - every ``iter_args`` value is an accumulation as above;
 - its body holds only ``affine.load``/``affine.store``, ``arith.constant`` and the
   float ops ``arith.addf/subf/mulf/divf/negf/maximumf/minimumf/maxnumf/minnumf`` and
-  ``math.fma/sqrt/absf/exp/log/exp2/log2/sin/cos/floor/ceil/tanh/trunc/round``,
+  ``math.fma/sqrt/absf/exp/log/exp2/log2/sin/cos/floor/ceil/tanh/trunc/round/roundeven``,
   and ``arith.extf/truncf`` (f16 kernels compute in f32 between the two; anything
   else is named in the error), on float element types (integer and bool memrefs
   are refused: "only float elements are vectorized");
@@ -215,6 +215,7 @@ LANEWISE: tuple[type[Operation], ...] = (
     math.TanhOp,
     math.TruncOp,
     math.RoundOp,
+    math.RoundEvenOp,
     arith.ExtFOp,
     arith.TruncFOp,
 )

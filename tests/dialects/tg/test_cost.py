@@ -16,8 +16,10 @@ from qidao.dialects.tg import (
     ContiguousOp,
     Conv2dOp,
     FusedOp,
+    GridSampleOp,
     MatmulOp,
     ReshapeOp,
+    TopKIndicesOp,
     TransposeOp,
     ViewOp,
     YieldOp,
@@ -55,6 +57,13 @@ def _old_flops(op: Operation) -> int:
         per_output = 2 * (channels // op.groups.value.data) * kh * kw
         bias = 1 if op.bias is not None else 0
         return numel(op.result.type) * (per_output + bias)
+    if isinstance(op, GridSampleOp):  # a multiply-add per tap, channel and point
+        spatial = len(shape_of(op.input.type)) - 2
+        taps: int = {"nearest": 1, "linear": 2, "cubic": 4}[op.mode.data] ** spatial
+        return 2 * taps * numel(op.result.type)
+    if isinstance(op, TopKIndicesOp):  # n entries compared with k slots, a row
+        n = shape_of(op.input.type)[op.normalized_axis()]
+        return numel(op.input.type) // max(n, 1) * n * op.count()
     sizes = [numel(v.type) for v in (*op.operands, *op.results)]
     return max(sizes, default=0)
 

@@ -1,4 +1,4 @@
-"""ONNX ``ConvTranspose`` (``qidao/frontend/onnx/nn.py``) in 1-D and 2-D: strides,
+"""ONNX ``ConvTranspose`` (``qidao/frontend/onnx/nn.py``) in 1-D, 2-D and 3-D: strides,
 pads, dilations, groups, ``output_padding``, ``output_shape`` and ``auto_pad``, with
 and without bias, constant and runtime weights, compiled with ``qidao.compile`` and
 run on the CPU.
@@ -188,6 +188,33 @@ def test_one_dimensional() -> None:
     )
 
 
+def test_three_dimensional() -> None:
+    """A 3-D ConvTranspose: the spread input, then the 3-D convolution of
+    ``qidao/frontend/spatial.py``."""
+    check(
+        [
+            Case((1, 2, 3, 4, 3), (2, 3, 2, 3, 2), bias=True),
+            Case(
+                (2, 2, 3, 3, 4),
+                (2, 2, 3, 3, 3),
+                {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]},
+                bias=True,
+                constant_weight=True,
+            ),
+            Case(
+                (1, 4, 2, 3, 3),
+                (4, 1, 2, 2, 3),
+                {
+                    "group": 2,
+                    "strides": [3, 2, 1],
+                    "dilations": [1, 2, 1],
+                    "output_padding": [1, 1, 0],
+                },
+            ),
+        ]
+    )
+
+
 def test_float64_against_torch() -> None:
     """ONNX Runtime has no float64 ConvTranspose; PyTorch is the oracle."""
     rng = np.random.default_rng(0)
@@ -223,6 +250,38 @@ def test_float64_against_torch() -> None:
     assert_close(np.asarray(got), want.numpy(), "float64", rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("rank", [2, 3])
+def test_float16_computes_in_float32(rank: int) -> None:
+    """A strided float16 ConvTranspose (its spread is a ``tg.pad``, which takes f32
+    and f64) computes in float32 and rounds once: PyTorch's float32 result rounded
+    to float16."""
+    rng = np.random.default_rng(rank)
+    x = rng.standard_normal((1, 2, *[3] * rank)).astype(np.float16)
+    w = rng.standard_normal((2, 3, *[2] * rank)).astype(np.float16)
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2] * rank)
+    graph = helper.make_graph(
+        [node],
+        "ct",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    (got,) = qidao.compile(model)(x)
+    transposed = F.conv_transpose2d if rank == 2 else F.conv_transpose3d
+    want = transposed(
+        torch.from_numpy(x).float(), torch.from_numpy(w).float(), stride=2
+    )
+    assert np.asarray(got).dtype == np.float16
+    assert_close(
+        np.asarray(got).astype(np.float32),
+        want.numpy().astype(np.float16).astype(np.float32),
+        "float16",
+        rtol=1e-3,
+        atol=1e-3,
+    )
+
+
 # ---- what the converter builds ----------------------------------------------------------
 
 
@@ -247,11 +306,11 @@ def test_one_convolution_with_the_weight_flipped_at_import() -> None:
     ("x", "w", "attrs", "message"),
     [
         (
-            (1, 1, 3, 3, 3),
-            (1, 1, 2, 2, 2),
+            (1, 1, 3, 3, 3, 3),
+            (1, 1, 2, 2, 2, 2),
             {},
-            "only 1-D and 2-D ConvTranspose ([N, C, L] or [N, C, H, W] input) are "
-            "supported, got input shape [1, 1, 3, 3, 3]",
+            "expects an [N, C, ...] input with 1, 2 or 3 spatial dimensions, got "
+            "input shape [1, 1, 3, 3, 3, 3]",
         ),
         (
             (1, 1, 3, 3),

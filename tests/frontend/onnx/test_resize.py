@@ -1,6 +1,6 @@
 """ONNX ``Resize`` (``qidao/frontend/onnx/resize.py``): nearest, linear and cubic
-along any axes, every coordinate transformation mode but ``tf_crop_and_resize``,
-every ``nearest_mode``, ``scales`` or ``sizes`` (with ``axes`` and
+along any axes, every coordinate transformation mode (``tf_crop_and_resize`` with
+its ``roi``), ``antialias``, every ``nearest_mode``, ``scales`` or ``sizes`` (with ``axes`` and
 ``keep_aspect_ratio_policy``), compiled with ``qidao.compile`` and run on the CPU.
 
 The oracle is ONNX Runtime on the same model and random inputs; the models that
@@ -176,6 +176,52 @@ def test_cubic() -> None:
     check([Case(shape, scales, attrs={"mode": "cubic", **v}) for v in variants])
 
 
+def test_antialias() -> None:
+    """``antialias=1``: linear and cubic downsampling by a widened filter (and
+    upsampling, where it changes nothing), with ``exclude_outside``."""
+    cases = []
+    for mode in ("linear", "cubic"):
+        for extra in ({}, {"exclude_outside": 1}):
+            attrs = {"mode": mode, "antialias": 1, **extra}
+            cases.append(Case((1, 2, 9, 7), [1, 1, 0.45, 0.6], attrs=attrs))
+            cases.append(Case((1, 2, 4, 5), sizes=[1, 2, 7, 3], attrs=attrs))
+    check(cases)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_tf_crop_and_resize(mode: str) -> None:
+    """The crop box ``roi`` (partly outside the input: those outputs are the
+    ``extrapolation_value``), resized to ``sizes``; the roi a graph input too."""
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "Resize",
+                ["x", "roi", "", "sizes"],
+                ["y"],
+                mode=mode,
+                coordinate_transformation_mode="tf_crop_and_resize",
+                extrapolation_value=-7.0,
+            )
+        ],
+        "crop",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 5]),
+            helper.make_tensor_value_info("roi", TensorProto.FLOAT, [8]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 2, 4, 7], np.int64), "sizes")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    x = rand((1, 2, 6, 5))
+    session = ort.InferenceSession(model.SerializeToString())
+    compiled = qidao.compile(model)
+    for roi in ([0, 0, 0.1, -0.2, 1, 1, 0.8, 1.3], [0, 0, 0, 0, 1, 1, 1, 1]):
+        box = np.array(roi, np.float32)
+        (want,) = session.run(None, {"x": x, "roi": box})
+        (got,) = compiled(x, box)
+        assert_close(got, want, f"roi {roi}")
+
+
 @pytest.mark.parametrize("opset", [11, 13])
 def test_older_opsets(opset: int) -> None:
     """Opset 11 takes roi and scales as required inputs (empty ones here when
@@ -309,10 +355,8 @@ def test_what_nearest_and_linear_become() -> None:
     [
         (
             {"coordinate_transformation_mode": "tf_crop_and_resize"},
-            "coordinate_transformation_mode='tf_crop_and_resize' is not supported "
-            "(supported: half_pixel,",
+            "tf_crop_and_resize needs the roi input",
         ),
-        ({"mode": "linear", "antialias": 1}, "antialias=1 is not supported"),
         ({"mode": "area"}, "mode='area' is not supported (supported: nearest,"),
         ({"nearest_mode": "nearest"}, "nearest_mode='nearest' is not supported"),
     ],

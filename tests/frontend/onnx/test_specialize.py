@@ -199,3 +199,56 @@ def test_a_bool_training_mode_input_is_bound() -> None:
     np.testing.assert_array_equal(y, x)
     with pytest.raises(ArgumentError, match=r"'t' .* bool tensor, got an array of int"):
         compiled(x, np.array(0.7, np.float32), np.array(1))
+
+
+def _resize_model(scales_shape: list[int]) -> Any:
+    """Resize (nearest) whose scales are a graph input; the data is [1, 1, 2, 3]."""
+    return _model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 3]),
+            helper.make_tensor_value_info("scales", TensorProto.FLOAT, scales_shape),
+        ],
+    )
+
+
+def test_a_small_float_input_that_fixes_a_shape_is_bound() -> None:
+    """Resize's float scales fix the output shape: the specialization binds them
+    (like an integer shape input), compiles per value, and matches ONNX Runtime."""
+    ort = pytest.importorskip("onnxruntime", reason="ONNX Runtime is the oracle")
+    model = _resize_model([4])
+    compiled = qidao.compile(model)
+    assert isinstance(compiled, Specialized) and compiled.bound == ["scales"]
+    session = ort.InferenceSession(model.SerializeToString())
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)
+    for values in ([1, 1, 2, 2], [1, 1, 3, 1.5], [1, 1, 2, 2]):
+        scales = np.array(values, np.float32)
+        (y,) = compiled(x, scales)
+        (expected,) = session.run(None, {"x": x, "scales": scales})
+        np.testing.assert_array_equal(y, expected)
+    assert compiled.compiles == 2
+    assert [s.name for s in compiled.inputs] == ["x"]
+
+
+def test_a_float_input_that_is_data_is_never_bound() -> None:
+    """Scales sliced out of a 65-element float input (more than a scales vector):
+    not bound, so the import's error names the value it needs."""
+    model = _model(
+        [
+            helper.make_node("Slice", ["big", "starts", "ends"], ["scales"]),
+            helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest"),
+        ],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 3]),
+            helper.make_tensor_value_info("big", TensorProto.FLOAT, [65]),
+        ],
+    )
+    model.graph.initializer.extend(
+        [
+            helper.make_tensor("starts", TensorProto.INT64, [1], [0]),
+            helper.make_tensor("ends", TensorProto.INT64, [1], [4]),
+        ]
+    )
+    assert specialize.bindable_inputs(model) == []
+    with pytest.raises(qidao.QidaoError, match=r"scales.*must be a constant"):
+        qidao.compile(model)

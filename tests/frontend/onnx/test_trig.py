@@ -1,5 +1,7 @@
 """ONNX ``Sin`` and ``Cos`` (``qidao/frontend/onnx/elementwise.py``): ``tg.sin`` and
-``tg.cos``, compiled with ``qidao.compile`` and run on the CPU, float32 and float64.
+``tg.cos``, compiled with ``qidao.compile`` and run on the CPU, float32 and float64;
+and ``Tan``, ``Asin``, ``Acos``, ``Atan``, ``Sinh``, ``Cosh``, ``Asinh``, ``Acosh``,
+``Atanh`` (the ops of ``qidao/dialects/tg/trig.py``) on their domains and edges.
 
 The oracles are ONNX Runtime on the same model and inputs, and NumPy in float64
 (within 1e-6 relative on float32: libm's ``sinf``/``cosf`` are within one ulp). The
@@ -127,3 +129,47 @@ def test_rotary_embedding(dtype: Any) -> None:
     )
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+INVERSE_AND_HYPERBOLIC = {
+    "Tan": (np.tan, -1.5, 1.5),
+    "Asin": (np.arcsin, -1.0, 1.0),
+    "Acos": (np.arccos, -1.0, 1.0),
+    "Atan": (np.arctan, -30.0, 30.0),
+    "Sinh": (np.sinh, -20.0, 20.0),
+    "Cosh": (np.cosh, -20.0, 20.0),
+    "Asinh": (np.arcsinh, -100.0, 100.0),
+    "Acosh": (np.arccosh, 1.0, 100.0),
+    "Atanh": (np.arctanh, -1.0, 1.0),
+}
+"""op type -> NumPy reference and the domain sampled."""
+
+
+def test_inverse_and_hyperbolic_functions_are_supported() -> None:
+    assert set(INVERSE_AND_HYPERBOLIC) <= set(SUPPORTED_OPS)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op_type", list(INVERSE_AND_HYPERBOLIC))
+def test_inverse_and_hyperbolic_against_numpy_and_onnxruntime(
+    op_type: str, dtype: Any
+) -> None:
+    """Within 2 ulp of NumPy in float64 (the edges and outside the domain
+    included: NaN and infinities as C99's), and of ONNX Runtime on float32 where
+    it has the kernel (within its own accuracy)."""
+    reference, low, high = INVERSE_AND_HYPERBOLIC[op_type]
+    edges = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, np.inf, -np.inf, np.nan]
+    x = np.concatenate([edges, RNG.uniform(low, high, 100)]).astype(dtype)
+    m = model(
+        [helper.make_node(op_type, ["x"], ["y"])], {"x": x.shape}, {"y": x.shape}, dtype
+    )
+    (got,) = qidao.compile(m)(x)
+    assert got.dtype == np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        want = reference(x.astype(np.float64)).astype(dtype)
+    rtol = 2 * float(np.finfo(dtype).eps)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=0.0, equal_nan=True)
+    if dtype == np.float32:
+        (runtime,) = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})
+        finite = np.isfinite(runtime) & (np.abs(x) < 10)
+        np.testing.assert_allclose(got[finite], runtime[finite], rtol=1e-5, atol=1e-6)

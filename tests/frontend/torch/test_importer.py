@@ -23,6 +23,7 @@ from qidao.frontend.torch.importer import (  # noqa: E402
     TorchImportError,
     UnsupportedTorchOpsError,
     capture,
+    partition,
     to_tg,
 )
 from qidao.runtime.errors import ArgumentError  # noqa: E402
@@ -314,15 +315,15 @@ def test_supported_ops_are_listed() -> None:
 
 
 class Unsupported(nn.Module):
-    """cumprod, cumsum and logcumsumexp (a cat between them is supported)."""
+    """cummax, cummin and logcumsumexp (a cat between them is supported)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.cumprod(self.fc(x), dim=1)
-        z = torch.cat([y, torch.cumsum(x, dim=1)], dim=1)
+        y = torch.cummax(self.fc(x), dim=1).values
+        z = torch.cat([y, torch.cummin(x, dim=1).values], dim=1)
         return torch.relu(torch.logcumsumexp(z, dim=1)) * 2.0
 
 
@@ -333,11 +334,11 @@ def test_strict_mode_lists_every_unsupported_op_with_its_nodes() -> None:
     message = str(info.value)
     assert "3 unsupported operator(s)" in message
     assert "aten.logcumsumexp.default: logcumsumexp" in message
-    assert "aten.cumsum.default: cumsum" in message
-    assert "aten.cumprod.default: cumprod" in message
+    assert "aten.cummin.default: cummin" in message
+    assert "aten.cummax.default: cummax" in message
     assert "strict=True" in message
     assert "aten.cat.default" not in info.value.ops
-    assert set(info.value.ops) >= {"aten.logcumsumexp.default", "aten.cumsum.default"}
+    assert set(info.value.ops) >= {"aten.logcumsumexp.default", "aten.cummin.default"}
 
 
 def test_fallback_runs_unsupported_ops_in_pytorch_with_a_notice() -> None:
@@ -347,13 +348,33 @@ def test_fallback_runs_unsupported_ops_in_pytorch_with_a_notice() -> None:
     ) as record:
         compiled = qidao.compile(model, example_inputs=(x,))
     assert len(record) == 1 and "\n" not in str(record[0].message)
-    # qidao parts: fc; the cat of cumprod and cumsum; relu * 2 after logcumsumexp
+    # qidao parts: fc; the cat of cummax and cummin; relu * 2 after logcumsumexp
     assert compiled.compiled is None and len(compiled.parts) == 3
-    assert "aten.cumsum.default" in compiled.fallback_ops
+    assert "aten.cummin.default" in compiled.fallback_ops
     assert "aten.cat.default" not in compiled.fallback_ops
     assert_matches(compiled(x), model(x))
     with pytest.raises(ValueError, match="runs partly in PyTorch"):
         compiled.ir("tg")
+
+
+def test_a_part_whose_results_nothing_uses_is_removed_not_compiled() -> None:
+    """Supported nodes left dead beside a fallback make a part with no outputs: it
+    is dropped (a graph with no outputs is no program), the live part stays."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(torch.ops.aten.sin.default, (x,))  # dead
+    y = graph.call_function(torch.ops.aten.logcumsumexp.default, (x, 1))
+    z = graph.call_function(torch.ops.aten.cos.default, (y,))
+    graph.output((z,))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    names = partition(gm)
+    assert len(names) == 1
+    calls = [n for n in gm.graph.nodes if n.op == "call_module"]
+    assert [str(n.target) for n in calls] == names
+    assert not any(n.target is torch.ops.aten.sin.default for n in gm.graph.nodes)
+    gm.recompile()
+    t = torch.randn(2, 5)
+    torch.testing.assert_close(gm(t)[0], torch.logcumsumexp(t, 1).cos())
 
 
 DATA_DEPENDENT: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
@@ -414,7 +435,7 @@ def test_torch_compile_strict_error_reaches_the_user_unwrapped() -> None:
     with pytest.raises(UnsupportedTorchOpsError) as info, torch.no_grad():
         fast(x)
     first_line = str(info.value).splitlines()[0]
-    assert "aten.cumprod.default, aten.cumsum.default" in first_line
+    assert "aten.cummax.default, aten.cummin.default" in first_line
     with pytest.raises(TypeError, match=r"unknown option\(s\) nonsense"):
         torch.compile(model, backend="qidao", options={"nonsense": 1})(x)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, builtin, func, math, memref
+from xdsl.dialects import affine, arith, builtin, func, llvm, math, memref
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.parser import Parser
 
@@ -24,6 +24,7 @@ from qidao.passes.kernels.convert_tg_to_affine import (
 )
 
 T = "tensor<2x3xf32>"
+INT = "tensor<2x3xi32>"
 NCHW = "tensor<1x2x5x5xf32>"
 B = "tensor<2x3xi1>"
 
@@ -57,8 +58,67 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
             "tg.cos",
             "tg.sigmoid",
             "tg.relu",
+            "tg.round",
+            "tg.tan",
+            "tg.asin",
+            "tg.acos",
+            "tg.atan",
+            "tg.sinh",
+            "tg.cosh",
+            "tg.asinh",
+            "tg.acosh",
+            "tg.atanh",
         )
     },
+    **{
+        name: (
+            f"%a: {INT}, %b: {INT}",
+            f"%r = {name} %a, %b : ({INT}, {INT}) -> {INT}",
+            f"%r : {INT}",
+            [["i0", "i1"]],
+        )
+        for name in (
+            "tg.bitwise_and",
+            "tg.bitwise_or",
+            "tg.bitwise_xor",
+            "tg.shift_left",
+            "tg.shift_right",
+        )
+    },
+    "tg.bitwise_not": (
+        f"%a: {INT}",
+        f"%r = tg.bitwise_not %a : {INT} -> {INT}",
+        f"%r : {INT}",
+        [["i0", "i1"]],
+    ),
+    "tg.fmod": (
+        f"%a: {T}, %b: {T}",
+        f"%r = tg.fmod %a, %b : ({T}, {T}) -> {T}",
+        f"%r : {T}",
+        [["i0", "i1"]],
+    ),
+    **{
+        name: (
+            f"%a: {T}",
+            f"%r = {name} %a axis = 1 : {T} -> {T}",
+            f"%r : {T}",
+            [["i0", "i1"]],
+        )
+        for name in ("tg.cumsum", "tg.cumprod")
+    },
+    "tg.top_k_indices": (
+        f"%a: {T}",
+        f"%r = tg.top_k_indices %a axis = 1 k = 2 largest : {T} -> tensor<2x2xi64>",
+        "%r : tensor<2x2xi64>",
+        # per row: the k slots set to 0, then every entry walks the slots
+        [["i0", "p_init", "i1", "p"]],
+    ),
+    "tg.reduce_prod": (
+        "%x: tensor<2x3x4xf32>",
+        "%r = tg.reduce_prod %x axes = [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>",
+        "%r : tensor<3xf32>",
+        [["i0", "r0", "r1"]],
+    ),
     "tg.abs": (f"%a: {T}", f"%r = tg.abs %a : {T} -> {T}", f"%r : {T}", [["i0", "i1"]]),
     "tg.pow": (
         f"%a: {T}, %b: {T}",
@@ -261,6 +321,35 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<2x2xf32>",
         [["i0", "i1"]],
     ),
+    "tg.scatter_elements": (
+        f"%a: {T}, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>",
+        f'%r = tg.scatter_elements %a, %i, %u axis = 1 reduction = "add" : ({T}, '
+        f"tensor<2x2xi64>, tensor<2x2xf32>) -> {T}",
+        f"%r : {T}",
+        [["i0", "i1", "u0", "u1"]],
+    ),
+    "tg.scatter_nd": (
+        f"%a: {T}, %i: tensor<2x1xi32>, %u: {T}",
+        f'%r = tg.scatter_nd %a, %i, %u reduction = "none" : ({T}, '
+        f"tensor<2x1xi32>, {T}) -> {T}",
+        f"%r : {T}",
+        [["i0", "i1", "u0", "s0"]],
+    ),
+    "tg.gather_nd": (
+        f"%a: {T}, %i: tensor<4x2xi64>",
+        f"%r = tg.gather_nd %a, %i batch_dims = 0 : ({T}, tensor<4x2xi64>) -> "
+        "tensor<4xf32>",
+        "%r : tensor<4xf32>",
+        [["i0"]],
+    ),
+    "tg.grid_sample": (
+        "%a: tensor<1x2x3x4xf32>, %g: tensor<1x2x2x2xf32>",
+        '%r = tg.grid_sample %a, %g mode = "cubic" padding_mode = "reflection" '
+        "align_corners = 0 : (tensor<1x2x3x4xf32>, tensor<1x2x2x2xf32>) -> "
+        "tensor<1x2x2x2xf32>",
+        "%r : tensor<1x2x2x2xf32>",
+        [["n", "o0", "o1", "c"]],
+    ),
     "tg.fused": (
         f"%a: {T}, %b: tensor<3xf32>",
         f"""%r = tg.fused %a, %b : ({T}, tensor<3xf32>) -> {T} {{
@@ -312,6 +401,8 @@ ALLOWED_IN_KERNELS = (
     arith.MaxSIOp,
     arith.MinSIOp,
     memref.LoadOp,
+    # a scatter's update: its combined entry, stored at a loaded position
+    memref.StoreOp,
     math.AbsFOp,
     math.PowFOp,
     math.ExpOp,
@@ -321,6 +412,31 @@ ALLOWED_IN_KERNELS = (
     math.ErfOp,
     math.SinOp,
     math.CosOp,
+    math.RoundEvenOp,  # tg.round
+    # the inverse and hyperbolic trig functions (libm calls below), fmod
+    math.TanOp,
+    math.AsinOp,
+    math.AcosOp,
+    math.AtanOp,
+    math.SinhOp,
+    math.CoshOp,
+    math.AsinhOp,
+    math.AcoshOp,
+    math.AtanhOp,
+    llvm.FRemOp,
+    # bitwise ops and shifts by any amount (clamped, then selected)
+    arith.ShLIOp,
+    arith.ShRSIOp,
+    arith.ShRUIOp,
+    arith.MinUIOp,
+    arith.MulfOp,
+    arith.MuliOp,
+    # tg.grid_sample: positions (floor, kept finite) and reflected entries
+    math.FloorOp,
+    arith.MaxnumfOp,
+    arith.MinnumfOp,
+    arith.SubiOp,
+    arith.RemSIOp,
     memref.GetGlobalOp,
     func.ReturnOp,
 )

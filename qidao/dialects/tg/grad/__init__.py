@@ -35,14 +35,18 @@ from __future__ import annotations
 
 from qidao.dialects.tg.grad import (  # noqa: F401  (each module registers its rules)
     conv,
+    cumulative,
     custom,
     elementwise,
+    fmod,
     indexing,
     layout,
     linalg,
     norm,
     pool,
     reduce,
+    round,
+    trig,
 )
 from qidao.dialects.tg.grad.emit import Emit
 from qidao.dialects.tg.grad.rules import RULES, GradientError, Grads, rule_for, vjp

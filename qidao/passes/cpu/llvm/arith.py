@@ -326,6 +326,9 @@ _MATH_LIBM: dict[type[Operation], str] = {
     math.CoshOp: "cosh",
     math.AsinOp: "asin",
     math.AcosOp: "acos",
+    math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh",
+    math.AtanhOp: "atanh",
     math.CbrtOp: "cbrt",
 }
 

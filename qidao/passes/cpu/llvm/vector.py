@@ -170,6 +170,7 @@ _INTRINSIC: dict[type[Operation], str] = {
     math.TanhOp: "llvm.tanh",
     math.TruncOp: "llvm.trunc",
     math.RoundOp: "llvm.round",
+    math.RoundEvenOp: "llvm.roundeven",
     arith.MaximumfOp: "llvm.maximum",
     arith.MinimumfOp: "llvm.minimum",
 }

@@ -14,14 +14,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation
 
-from qidao.dialects.tg.types import dtype_name, storage_type
+from qidao.dialects.tg.types import dtype_name, is_storage_only, storage_type
 from qidao.passes.kernels.lowering.common import Scalar, memref_type
 
 
 def splat_of(value: DenseIntOrFPElementsAttr) -> Scalar | None:
     """The one value of a constant whose elements are all bitwise equal (or which
     has one element), else None: a float, or an int for integer and bool (0 or 1)
-    element types."""
+    element types (the stored bits for a storage-only type: ``0x3F80`` for bf16
+    1.0)."""
     t = value.type
     element = t.get_element_type()
     dtype = np.dtype(dtype_name(element))
@@ -35,6 +36,9 @@ def splat_of(value: DenseIntOrFPElementsAttr) -> Scalar | None:
     bits = flat.view(np.dtype(f"u{dtype.itemsize}"))
     if not bool((bits == bits[0]).all()):
         return None
+    if is_storage_only(element):  # its bits, as the integer that stores it
+        stored = flat.view(np.dtype(f"i{dtype.itemsize}"))
+        return Scalar(int(stored[0]), storage_type(element))
     if isinstance(element, AnyFloat):
         return Scalar(float(flat[0]), element)
     return Scalar(int(flat[0]), storage_type(element))

@@ -46,18 +46,26 @@ from qidao.passes.kernels.lowering.common import (
 )
 from qidao.passes.kernels.lowering.constants import ConstantPool, splat_of
 from qidao.passes.kernels.lowering.conv import lower_conv2d
+from qidao.passes.kernels.lowering.cumulative import lower_cumulative
 from qidao.passes.kernels.lowering.dynamic_indexing import (
     lower_gather_elements,
     lower_take,
 )
 from qidao.passes.kernels.lowering.elementwise import lower_elementwise
 from qidao.passes.kernels.lowering.fused import fused_label, lower_fused
+from qidao.passes.kernels.lowering.grid_sample import lower_grid_sample
 from qidao.passes.kernels.lowering.indexing import lower_concat, lower_gather
 from qidao.passes.kernels.lowering.layout import copy_kernel, lower_copy
 from qidao.passes.kernels.lowering.matmul import lower_matmul
 from qidao.passes.kernels.lowering.nn import lower_batch_norm, lower_pool, lower_softmax
 from qidao.passes.kernels.lowering.pad import lower_pad
 from qidao.passes.kernels.lowering.reduce import lower_reduce
+from qidao.passes.kernels.lowering.scatter import (
+    lower_gather_nd,
+    lower_scatter_elements,
+    lower_scatter_nd,
+)
+from qidao.passes.kernels.lowering.sort import lower_top_k_indices
 from qidao.passes.kernels.lowering.winograd import (
     lower_winograd_input,
     lower_winograd_output,
@@ -71,18 +79,26 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.ConcatOp: lower_concat,
     tg.ContiguousOp: lower_copy,
     tg.Conv2dOp: lower_conv2d,
+    tg.CumprodOp: lower_cumulative,
+    tg.CumsumOp: lower_cumulative,
     tg.FusedOp: lower_fused,
     tg.GatherElementsOp: lower_gather_elements,
+    tg.GatherNdOp: lower_gather_nd,
     tg.GatherOp: lower_gather,
+    tg.GridSampleOp: lower_grid_sample,
     tg.MatmulOp: lower_matmul,
     tg.MaxPool2dOp: lower_pool,
     tg.PadOp: lower_pad,
     tg.ReduceMaxOp: lower_reduce,
     tg.ReduceMeanOp: lower_reduce,
+    tg.ReduceProdOp: lower_reduce,
     tg.ReduceSumOp: lower_reduce,
     tg.ReshapeOp: lower_copy,
+    tg.ScatterElementsOp: lower_scatter_elements,
+    tg.ScatterNdOp: lower_scatter_nd,
     tg.SoftmaxOp: lower_softmax,
     tg.TakeOp: lower_take,
+    tg.TopKIndicesOp: lower_top_k_indices,
     tg.WinogradInputOp: lower_winograd_input,
     tg.WinogradOutputOp: lower_winograd_output,
     **{cls: lower_elementwise for cls in tg.ELEMENTWISE_OPS},

@@ -1,4 +1,5 @@
-"""Reduction kernels: ``tg.reduce_sum``, ``tg.reduce_mean``, ``tg.reduce_max``.
+"""Reduction kernels: ``tg.reduce_sum``, ``tg.reduce_mean``, ``tg.reduce_max``,
+``tg.reduce_prod``.
 
 Two nests, chosen by where the contiguous axis of the input is.
 
@@ -6,7 +7,8 @@ Two nests, chosen by where the contiguous axis of the input is.
 that the last axis is not contiguous): loops ``i0, i1, ...`` over the kept
 dimensions (input order), then loops ``r0, r1, ...`` over the reduced ones
 carrying the accumulator as iter_args (sum from 0, max from -inf with
-NaN-propagating ``arith.maximumf``); mean divides the sum by the element count.
+NaN-propagating ``arith.maximumf``, prod from 1 with ``mulf``, or ``muli`` on
+integers); mean divides the sum by the element count.
 These are the row kernels (a reduction over the last axis of a softmax or a layer
 norm); the CPU's ``defaults/rows.py`` vectorizes their passes over the row.
 
@@ -51,11 +53,13 @@ import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
-from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerType, MemRefType, StridedLayoutAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from qidao.dialects import tg
+from qidao.dialects.tg.types import storage_type
 from qidao.passes.kernels.lowering.common import (
     NEG_INF,
     Emitter,
@@ -121,15 +125,14 @@ def _lower_last_axis_innermost(op: tg.ReduceOp, k: Kernel, x: SSAValue) -> None:
     axes = op.reduced_axes()
     kept = [d for d in range(len(in_shape)) if d not in axes]
     keepdims = op.keepdims is not None
-    t = element_type(op.result)
-    is_max = isinstance(op, tg.ReduceMaxOp)
+    t = storage_type(element_type(op.result))  # ui8 is i8 in arith
     names = {d: f"i{p}" for p, d in enumerate(kept)}
     names.update({d: f"r{p}" for p, d in enumerate(axes)})
 
     # the init nest (and the norm nest) walk the output in the kept dims' order
     at_kept = {d: p for p, d in enumerate(kept)}
     out_index = _out_index(op, at_kept, keepdims)
-    init = em.constant(NEG_INF if is_max else 0.0, t)
+    init = em.constant(_identity(op), t)
     with _kept_nest(em, kept, in_shape, names, INIT_SUFFIX) as ivs:
         em.store(init, out, ivs, out_index)
 
@@ -140,13 +143,31 @@ def _lower_last_axis_innermost(op: tg.ReduceOp, k: Kernel, x: SSAValue) -> None:
         acc_index = _out_index(op, at, keepdims)
         acc = em.load(out, ivs, acc_index)
         xv = em.load(x, ivs, [dim(at[d]) for d in range(len(in_shape))])
-        em.store(em.maxf(acc, xv) if is_max else em.addf(acc, xv), out, ivs, acc_index)
+        em.store(_combine(em, op, acc, xv), out, ivs, acc_index)
 
     if isinstance(op, tg.ReduceMeanOp):
         count = em.constant(float(_count(in_shape, axes)), t)
         with _kept_nest(em, kept, in_shape, names, NORM_SUFFIX) as ivs:
             total = em.load(out, ivs, out_index)
             em.store(em.divf(total, count), out, ivs, out_index)
+
+
+def _identity(op: tg.ReduceOp) -> float:
+    """The value the accumulator starts from: -inf (max), 1 (prod) or 0."""
+    if isinstance(op, tg.ReduceMaxOp):
+        return NEG_INF
+    return 1.0 if isinstance(op, tg.ReduceProdOp) else 0.0
+
+
+def _combine(em: Emitter, op: tg.ReduceOp, acc: SSAValue, x: SSAValue) -> SSAValue:
+    """The accumulator after one more element ``x``."""
+    if isinstance(op, tg.ReduceMaxOp):
+        return em.maxf(acc, x)
+    if isinstance(op, tg.ReduceProdOp):
+        if isinstance(x.type, IntegerType):
+            return em.value(arith.MuliOp(acc, x))
+        return em.mulf(acc, x)
+    return em.addf(acc, x)
 
 
 def _kept_nest(
@@ -169,7 +190,7 @@ def _lower_reduced_innermost(op: tg.ReduceOp, k: Kernel, x: SSAValue) -> None:
     in_shape = shape(op.input)
     axes = op.reduced_axes()
     kept = [d for d in range(len(in_shape)) if d not in axes]
-    t = element_type(op.result)
+    t = storage_type(element_type(op.result))  # ui8 is i8 in arith
     keepdims = op.keepdims is not None
 
     # input dim -> loop position: kept dims first (outer nest), reduced dims after
@@ -177,12 +198,10 @@ def _lower_reduced_innermost(op: tg.ReduceOp, k: Kernel, x: SSAValue) -> None:
     in_index = [dim(position[d]) for d in range(len(in_shape))]
     out_index = _out_index(op, position, keepdims)
 
-    is_max = isinstance(op, tg.ReduceMaxOp)
-    init = em.constant(NEG_INF if is_max else 0.0, t)
+    init = em.constant(_identity(op), t)
 
     def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-        xv = em.load(x, ivs, in_index)
-        return [em.maxf(accs[0], xv) if is_max else em.addf(accs[0], xv)]
+        return [_combine(em, op, accs[0], em.load(x, ivs, in_index))]
 
     with em.nest(loop_names("i", len(kept)), [in_shape[d] for d in kept]) as outer:
         (result,) = em.accumulate(

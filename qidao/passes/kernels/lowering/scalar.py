@@ -15,8 +15,15 @@ div                       divf                    divsi, with ``x / 0 = 0`` and
 max min                   maximumf minimumf       maxsi minsi
 neg abs relu              negf, absf, maximumf    ``0 - x``, select, maxsi
 pow                       powf                    (floats only)
+fmod                      llvm.frem (C fmod)      (floats only)
 exp log sqrt tanh erf     math.*                  (floats only)
-sin cos
+sin cos, tan asin acos
+atan sinh cosh asinh
+acosh atanh
+round                     math.roundeven          (floats only)
+bitwise_and/or/xor/not                            andi ori xori, ``xori x, -1``
+shift_left                                        shli, 0 for an amount >= width
+shift_right                                       shrsi by ``minui(s, width - 1)``
 less ... not_equal        cmpf olt ole ogt oge    cmpi slt sle sgt sge eq ne
                           oeq une
 logical_and/or/xor/not                            andi ori xori, ``xori x, true``
@@ -30,7 +37,12 @@ Unsigned integers (``ui8 .. ui64`` in tg) are signless in memrefs and ``arith``
 unsigned op where the bits are read differently: ``div`` is ``divui`` (``x / 0 =
 0``), ``max``/``min`` are ``maxui``/``minui``, the comparisons ``cmpi ult ule ugt
 uge``, casts from them ``extui``/``uitofp`` and casts to them ``fptoui``. ``neg``
-is ``0 - x`` (wraps, as NumPy's), ``abs`` and ``relu`` are ``x``.
+is ``0 - x`` (wraps, as NumPy's), ``abs`` and ``relu`` are ``x``, ``shift_right`` is
+``shrui`` (0 for an amount >= width).
+
+A shift by the bit width or more is poison in LLVM; the shifts shift by an amount
+made 0 in that case (read unsigned) and select the defined result (``tg.shift_left``
+in ``bitwise.py``), so no bits of the kernel are poison.
 
 f16 computes in f32: each op extends its f16 operands (``extf``), computes in f32
 and rounds its float result back to f16 (``truncf``), so every op rounds once to
@@ -39,6 +51,14 @@ rounded f16 result). A cast from f64 to f16 rounds to f32 *to odd* first (an
 inexact f32 whose last bit is even steps one ulp toward the f64 value), so the two
 roundings give the one correctly rounded f16, as NumPy's ``astype``; casts from f16
 to integers go through f32 (exact).
+
+Casts from and to the storage-only types (bf16, the float8s, f4E2M1FN, i4, ui4,
+i2, ui2) are integer code in ``low_precision.py``: a loaded element is unpacked to
+an f32, i8 or ui8 and cast on from there; a result is packed from any scalar.
+
+``tg.fmod`` is LLVM's ``frem`` instruction, which is C's ``fmod`` (exact); xDSL's
+``arith`` has no ``remf``, so the kernel holds the ``llvm.frem`` op itself, which
+``convert-to-llvm`` keeps as it is (the CUDA emitter writes ``fmodf``/``fmod``).
 
 Integer division by zero and ``MIN / -1`` trap on x86 (``idiv`` raises SIGFPE), so
 the divisor is made 1 in those cases and the result selected: no input can kill
@@ -49,12 +69,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType, f16, f32, i32
+from xdsl.dialects import arith, llvm, math
+from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType, f16, f32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qidao.dialects import tg
-from qidao.dialects.tg.types import is_unsigned, storage_type
+from qidao.dialects.tg.types import is_storage_only, is_unsigned, storage_type
+from qidao.passes.kernels.lowering import low_precision
 from qidao.passes.kernels.lowering.common import Emitter, TgLoweringError
 
 Binary = Callable[[Emitter, SSAValue, SSAValue], SSAValue]
@@ -108,6 +129,37 @@ def _divui(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return em.value(arith.SelectOp(by_zero, zero, q))
 
 
+def _all_ones(t: Attribute) -> int:
+    """The integer constant of ``t`` with every bit set (``true`` for i1)."""
+    return 1 if _is_bool(t) else -1
+
+
+def _in_range_shift(em: Emitter, s: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Whether the shift amount ``s`` (read unsigned) is below the bit width, and
+    the amount to shift by: ``s``, or 0 when it is not."""
+    width = em.constant(_width(s.type), s.type)
+    in_range = em.value(arith.CmpiOp(s, width, "ult"))
+    return in_range, em.value(arith.SelectOp(in_range, s, em.constant(0, s.type)))
+
+
+def _shift_left(em: Emitter, x: SSAValue, s: SSAValue) -> SSAValue:
+    in_range, amount = _in_range_shift(em, s)
+    shifted = em.value(arith.ShLIOp(x, amount))
+    return em.value(arith.SelectOp(in_range, shifted, em.constant(0, x.type)))
+
+
+def _shift_right_unsigned(em: Emitter, x: SSAValue, s: SSAValue) -> SSAValue:
+    in_range, amount = _in_range_shift(em, s)
+    shifted = em.value(arith.ShRUIOp(x, amount))
+    return em.value(arith.SelectOp(in_range, shifted, em.constant(0, x.type)))
+
+
+def _shift_right_signed(em: Emitter, x: SSAValue, s: SSAValue) -> SSAValue:
+    """Arithmetic: by ``width - 1`` at most, which fills every bit with the sign."""
+    top = em.constant(_width(s.type) - 1, s.type)
+    return em.value(arith.ShRSIOp(x, em.value(arith.MinUIOp(s, top))))
+
+
 def _compare(float_predicate: str, int_predicate: str) -> Binary:
     def emit(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
         if is_float(a.type):
@@ -134,6 +186,12 @@ BINARY: dict[type[Operation], Binary] = {
     tg.LogicalAndOp: lambda em, a, b: em.value(arith.AndIOp(a, b)),
     tg.LogicalOrOp: lambda em, a, b: em.value(arith.OrIOp(a, b)),
     tg.LogicalXorOp: lambda em, a, b: em.value(arith.XOrIOp(a, b)),
+    tg.BitwiseAndOp: lambda em, a, b: em.value(arith.AndIOp(a, b)),
+    tg.BitwiseOrOp: lambda em, a, b: em.value(arith.OrIOp(a, b)),
+    tg.BitwiseXorOp: lambda em, a, b: em.value(arith.XOrIOp(a, b)),
+    tg.ShiftLeftOp: _shift_left,
+    tg.ShiftRightOp: _shift_right_signed,
+    tg.FmodOp: lambda em, a, b: em.value(llvm.FRemOp(a, b)),
 }
 """The scalar code of each binary op on floats, signed integers and bools."""
 
@@ -145,6 +203,7 @@ UNSIGNED_BINARY: dict[type[Operation], Binary] = {
     tg.LessEqualOp: _compare("ole", "ule"),
     tg.GreaterOp: _compare("ogt", "ugt"),
     tg.GreaterEqualOp: _compare("oge", "uge"),
+    tg.ShiftRightOp: _shift_right_unsigned,
 }
 """Where unsigned operands need other code than ``BINARY``'s."""
 
@@ -188,6 +247,19 @@ UNARY: dict[type[Operation], Unary] = {
     tg.SigmoidOp: _sigmoid,
     tg.ReluOp: _relu,
     tg.LogicalNotOp: lambda em, x: em.value(arith.XOrIOp(x, em.constant(1, x.type))),
+    tg.BitwiseNotOp: lambda em, x: em.value(
+        arith.XOrIOp(x, em.constant(_all_ones(x.type), x.type))
+    ),
+    tg.TanOp: lambda em, x: em.value(math.TanOp(x)),
+    tg.AsinOp: lambda em, x: em.value(math.AsinOp(x)),
+    tg.AcosOp: lambda em, x: em.value(math.AcosOp(x)),
+    tg.AtanOp: lambda em, x: em.value(math.AtanOp(x)),
+    tg.SinhOp: lambda em, x: em.value(math.SinhOp(x)),
+    tg.CoshOp: lambda em, x: em.value(math.CoshOp(x)),
+    tg.AsinhOp: lambda em, x: em.value(math.AsinhOp(x)),
+    tg.AcoshOp: lambda em, x: em.value(math.AcoshOp(x)),
+    tg.AtanhOp: lambda em, x: em.value(math.AtanhOp(x)),
+    tg.RoundOp: lambda em, x: em.value(math.RoundEvenOp(x)),
 }
 """The scalar code of each unary op on floats, signed integers and bools."""
 
@@ -246,22 +318,7 @@ def _f64_to_f16(em: Emitter, x: SSAValue) -> SSAValue:
     """f64 -> f16 rounded once: to f32 rounded to odd, then to f16 (f32 carries more
     than 11 + 2 bits, so rounding to odd first makes the second rounding exact;
     LLVM's own f64 -> f16 is a compiler-rt call the JIT does not link)."""
-    r = em.value(arith.TruncFOp(x, f32))
-    back = em.value(arith.ExtFOp(r, x.type))
-    inexact = em.value(arith.CmpfOp(back, x, "one"))
-    outward = em.value(
-        arith.CmpfOp(em.value(math.AbsFOp(x)), em.value(math.AbsFOp(back)), "ogt")
-    )
-    bits = em.value(arith.BitcastOp(r, i32))
-    one = em.constant(1, i32)
-    even = em.value(
-        arith.CmpiOp(em.value(arith.AndIOp(bits, one)), em.constant(0, i32), "eq")
-    )
-    step = em.value(arith.SelectOp(outward, one, em.constant(-1, i32)))
-    to_odd = em.value(arith.AndIOp(inexact, even))
-    bits = em.value(arith.SelectOp(to_odd, em.value(arith.AddiOp(bits, step)), bits))
-    odd = em.value(arith.BitcastOp(bits, f32))
-    return em.value(arith.TruncFOp(odd, f16))
+    return em.value(arith.TruncFOp(low_precision.round_to_odd_f32(em, x), f16))
 
 
 def _float_to_float(em: Emitter, x: SSAValue, to: Attribute) -> SSAValue:
@@ -278,6 +335,11 @@ def cast(em: Emitter, x: SSAValue, source: Attribute, target: Attribute) -> SSAV
     ``target`` (``tg.cast``'s rules)."""
     if source == target:
         return x
+    if is_storage_only(source):  # bf16, float8, i4...: unpacked to f32, i8 or ui8
+        plain, plain_type = low_precision.unpack(em, x, source)
+        return cast(em, plain, plain_type, target)
+    if is_storage_only(target):
+        return low_precision.pack(em, x, source, target)
     to = storage_type(target)
     if _is_bool(to):
         if is_float(source):

@@ -16,7 +16,13 @@ from qidao.frontend.builder import Graph, Value
 from tests.dialects.tg.grad.gradcheck import check_vjp
 from tests.dialects.tg.grad.torch_oracle import check_against_torch
 
-COVERS = {"tg.reduce_sum", "tg.reduce_mean", "tg.reduce_max", "tg.softmax"}
+COVERS = {
+    "tg.reduce_sum",
+    "tg.reduce_mean",
+    "tg.reduce_max",
+    "tg.reduce_prod",
+    "tg.softmax",
+}
 """The ops whose vjp rules this file checks (``test_coverage.py``)."""
 
 RNG = np.random.default_rng(9)
@@ -120,3 +126,41 @@ def test_softmax_of_a_transposed_input() -> None:
 
     check_vjp(build, [x])
     check_against_torch(build, lambda t: torch.softmax(t.T, 0), [x], (4, 3))
+
+
+@DRAWN
+@given(_reductions())
+def test_prod_drawn(case: tuple[list[int], list[int], bool]) -> None:
+    dims, axes, keepdims = case
+    x = RNG.uniform(0.5, 1.5, dims) * RNG.choice([-1.0, 1.0], dims)
+    check_vjp(lambda g, v: g.reduce_prod(v, axes, keepdims), [x])
+
+
+_PROD_ROWS = np.array(
+    [
+        [2.0, -3.0, 0.5, 4.0],  # no zero: g prod / x
+        [2.0, 0.0, 0.5, 4.0],  # one zero: it gets the product of the others
+        [0.0, 3.0, -0.0, 4.0],  # two zeros: every entry gets 0
+        [0.0, 0.0, 0.0, 0.0],
+        [-0.0, 1.0, 1.0, 1.0],
+    ]
+)
+"""Rows with no, one and several zeros: PyTorch's ``prod_backward`` cases."""
+
+
+def test_prod_zeros_against_torch() -> None:
+    """Along an axis, and over everything (one zero in the whole tensor)."""
+    x = _PROD_ROWS
+    check_against_torch(
+        lambda g, v: g.reduce_prod(v, [1]), lambda t: t.prod(1), [x], [x.shape[0]]
+    )
+    check_against_torch(
+        lambda g, v: g.reduce_prod(v, [0], keepdims=True),
+        lambda t: t.prod(0, keepdim=True),
+        [x.T.copy()],
+        [1, x.shape[0]],
+    )
+    one_zero = x[:2]
+    check_against_torch(
+        lambda g, v: g.reduce_prod(v, [0, 1]), torch.prod, [one_zero], []
+    )

@@ -132,8 +132,8 @@ func.func @cast_wrong_shape(%x: tensor<2x3xf32>) {
 
 // -----
 
-// CHECK: tg.cast result #0 has element type bf16, which qidao does not support (supported: f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1)
-func.func @cast_to_bf16(%x: tensor<4xf32>) {
-  %r = tg.cast %x : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: tg.cast result #0 has element type f80, which qidao does not support (supported: f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1, bf16, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f4E2M1FN, i4, ui4, i2, ui2)
+func.func @cast_to_f80(%x: tensor<4xf32>) {
+  %r = tg.cast %x : tensor<4xf32> -> tensor<4xf80>
   func.return
 }

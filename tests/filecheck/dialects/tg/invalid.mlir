@@ -61,9 +61,9 @@ func.func @dynamic_shape(%x: tensor<?xf32>) {
 
 // -----
 
-// CHECK: tg.relu operand #0 has element type bf16, which qidao does not support (supported: f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1)
-func.func @unsupported_dtype(%x: tensor<4xbf16>) {
-  %r = tg.relu %x : tensor<4xbf16> -> tensor<4xbf16>
+// CHECK: tg.relu operand #0 has element type f80, which qidao does not support (supported: f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1, bf16, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f4E2M1FN, i4, ui4, i2, ui2)
+func.func @unsupported_dtype(%x: tensor<4xf80>) {
+  %r = tg.relu %x : tensor<4xf80> -> tensor<4xf80>
   func.return
 }
 

@@ -5,7 +5,7 @@
 // and bool-only ops keep their kinds, and the ops that accumulate take f32/f64
 // only (f16 goes through tg.cast to f32).
 
-// CHECK: tg.add operand #0 has element type si8, which qidao does not support (supported: f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1)
+// CHECK: tg.add operand #0 has element type si8, which qidao does not support (supported: f32, f64, f16, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1, bf16, f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f4E2M1FN, i4, ui4, i2, ui2)
 func.func @explicitly_signed(%x: tensor<4xsi8>) {
   %r = tg.add %x, %x : (tensor<4xsi8>, tensor<4xsi8>) -> tensor<4xsi8>
   func.return

@@ -270,3 +270,18 @@ func.func @patches_used_twice(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32
   %m = tg.reduce_mean %t axes = [2] keepdims : tensor<1x16x16xf32, strided<[256, 1, 16]>> -> tensor<1x16x1xf32>
   func.return %m, %f : tensor<1x16x1xf32>, tensor<1x16x16xf32>
 }
+
+// A weight computed by an elementwise op (a quantized weight less its zero point)
+// is a weight, not data: the subtraction stays NCHW outside the chain and its
+// result enters the convolution as an HWIO copy.
+// CHECK-LABEL: func.func @computed_weight
+// CHECK-NEXT:    %x_nhwc = tg.transpose %x perm = [0, 2, 3, 1]
+// CHECK-NEXT:    %ws = tg.sub %w, %z : (tensor<8x8x3x3xf32>, tensor<f32>) -> tensor<8x8x3x3xf32>
+// CHECK-NEXT:    %ws_hwio_view = tg.transpose %ws perm = [2, 3, 1, 0]
+// CHECK-NEXT:    %ws_hwio = tg.contiguous %ws_hwio_view
+// CHECK-NEXT:    %{{.*}} = tg.conv2d %x_nhwc, %ws_hwio {{.*}} layout = "NHWC" : (tensor<1x6x6x8xf32, strided<[288, 6, 1, 36]>>, tensor<3x3x8x8xf32>) -> tensor<1x6x6x8xf32>
+func.func @computed_weight(%x: tensor<1x8x6x6xf32>, %w: tensor<8x8x3x3xf32>, %z: tensor<f32>) -> tensor<1x8x6x6xf32> {
+  %ws = tg.sub %w, %z : (tensor<8x8x3x3xf32>, tensor<f32>) -> tensor<8x8x3x3xf32>
+  %y = tg.conv2d %x, %ws strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  func.return %y : tensor<1x8x6x6xf32>
+}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, llvm
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import Attribute, Operation
@@ -69,6 +69,15 @@ _MATH = {
     mathd.SinOp: "sin",
     mathd.CosOp: "cos",
     mathd.TanOp: "tan",
+    mathd.AsinOp: "asin",
+    mathd.AcosOp: "acos",
+    mathd.AtanOp: "atan",
+    mathd.SinhOp: "sinh",
+    mathd.CoshOp: "cosh",
+    mathd.AsinhOp: "asinh",
+    mathd.AcoshOp: "acosh",
+    mathd.AtanhOp: "atanh",
+    llvm.FRemOp: "fmod",
     mathd.ErfOp: "erf",
     mathd.AbsFOp: "fabs",
     mathd.FloorOp: "floor",
@@ -117,6 +126,10 @@ def scalar_expression(op: Operation, args: Sequence[str]) -> str | None:
     if isinstance(op, arith.MaxSIOp | arith.MinSIOp):
         cmp = ">" if isinstance(op, arith.MaxSIOp) else "<"
         return f"{args[0]} {cmp} {args[1]} ? {args[0]} : {args[1]}"
+    if isinstance(op, arith.MaxUIOp | arith.MinUIOp):
+        cmp = ">" if isinstance(op, arith.MaxUIOp) else "<"
+        u = c_type(op.operands[0].type, unsigned=True)
+        return f"({u}){args[0]} {cmp} ({u}){args[1]} ? {args[0]} : {args[1]}"
     if isinstance(op, arith.FloorDivSIOp):
         return f"({c_type(result_type)})qd_floordiv({args[0]}, {args[1]})"
     if isinstance(op, arith.CeilDivSIOp):

@@ -1,0 +1,289 @@
+"""The architecture sweep's worker: one job on one architecture, in its own process.
+
+``qidao bench sweep`` (``qidao/bench/sweep.py``) runs ``python -m
+qidao.bench.sweep_jobs`` workers through the runtime's worker harness
+(``qidao/runtime/worker.py``), threads pinned to 1, one worker per job kind. A
+request names the architecture, its class, the job and a folder the jobs of one
+architecture share:
+
+- ``export``: build the small model (``qidao/bench/sweep_configs.py``), run it in
+  PyTorch eager (``eager.npy``, the inputs in ``inputs.npz``) and export it to
+  ``model.onnx`` (``torch.onnx.export(dynamo=False)``, opset 17, as the zoo does);
+- ``ort``: ONNX Runtime on ``model.onnx`` (a CPU session, one intra-op thread),
+  its output against eager's, saved as ``ort.npy``;
+- ``qidao``: ``qidao.compile(model.onnx, threads=1)``, its output against ONNX
+  Runtime's (eager's where ONNX Runtime failed);
+- ``torch``: ``torch.compile(model, backend=qidao_backend)`` on the model built
+  again, its output against eager's in the same process, with the parts qidao
+  compiled and the operators left to PyTorch.
+
+``ort`` and ``qidao`` are timed when the request asks (``time``): the zoo's timing
+(``time_calls``: 3 warm-up calls, then at least 5 calls and ``MIN_TIME`` seconds),
+the median. Every answer has a ``status`` (see :func:`run_job`), the first line of
+an error in ``error`` and, for a refusal, its ``reasons``: one entry per
+unsupported op type or operator, else the error's first line.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qidao.bench.workloads import _onnxruntime_session, time_calls
+from qidao.bench.zoo import first_line
+from qidao.runtime.worker import serve
+
+JOBS = ("export", "ort", "qidao", "torch")
+"""What one worker process does for an architecture, in order."""
+
+RTOL = 1e-3
+"""A result is ``wrong`` when its largest absolute error exceeds ``RTOL`` times
+the largest magnitude of the reference's output."""
+
+MIN_TIME = 0.5
+"""Seconds of timed calls per timed job (after the warm-up)."""
+
+MAX_RUNS = 1000
+"""At most this many timed calls per timed job."""
+
+
+def relative_error(got: Any, want: Any) -> float:
+    """The largest absolute difference over the largest magnitude of ``want`` (of
+    its finite values; 1 where that is 0); equal values (NaN and NaN, an infinity
+    and itself) differ by 0, a NaN against a number by infinity, and so do
+    different shapes."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return np.inf
+    with np.errstate(invalid="ignore"):
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        diff = np.where(same, 0.0, np.abs(got - want))
+    worst = float(np.max(np.nan_to_num(diff, nan=np.inf), initial=0.0))
+    scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0))
+    return worst / (scale if scale > 0 else 1.0)
+
+
+def refusal_reasons(err: BaseException) -> list[str]:
+    """What a refusal counts as in the summary: each unsupported ONNX op type or
+    PyTorch operator (an error with ``ops``; an operator with the reason qidao
+    gave), else the error's first line."""
+    ops = getattr(err, "ops", None)
+    if isinstance(ops, dict) and ops:
+        return sorted(str(op) for op in ops)
+    return [first_line(str(err), 120) or type(err).__name__]
+
+
+def _describe(err: BaseException) -> str:
+    message = first_line(str(err))
+    return f"{type(err).__name__}: {message}" if message else type(err).__name__
+
+
+def _failure(status: str, err: BaseException) -> dict[str, Any]:
+    traceback.print_exc()
+    return {"status": status, "error": _describe(err), "reasons": [_describe(err)]}
+
+
+def _qidao_status(err: BaseException) -> str:
+    """``refused`` for a ``QidaoError`` (a clear refusal), ``internal`` for any
+    other exception (qidao's bug)."""
+    from qidao.errors import QidaoError
+
+    return "refused" if isinstance(err, QidaoError) else "internal"
+
+
+def _timed(call: Any) -> dict[str, Any]:
+    times = time_calls(call, MIN_TIME, MAX_RUNS)
+    return {"median_us": float(np.median(times)) * 1e6, "runs": len(times)}
+
+
+def _inputs(folder: Path) -> list[Any]:
+    with np.load(folder / "inputs.npz") as data:
+        return [data[f"arr_{k}"] for k in range(len(data.files))]
+
+
+def export_job(arch: str, model_class: str, folder: Path) -> dict[str, Any]:
+    """Build, run in eager, export (see the module docstring)."""
+    import warnings
+
+    import torch
+
+    from qidao.bench.sweep_configs import build
+    from qidao.examples.models import ONNX_OPSET
+
+    try:
+        built = build(arch, model_class)
+        with torch.no_grad():
+            want = built.net(*map(torch.from_numpy, built.inputs)).numpy()
+    except Exception as err:
+        return _failure("build failed", err)
+    np.savez(folder / "inputs.npz", *built.inputs)
+    np.save(folder / "eager.npy", want)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                built.net,
+                tuple(map(torch.from_numpy, built.inputs)),
+                str(folder / "model.onnx"),
+                dynamo=False,
+                opset_version=ONNX_OPSET,
+                input_names=built.input_names,
+                output_names=["y"],
+            )
+    except Exception as err:
+        return _failure("export failed", err)
+    shapes = [
+        f"{n} {'x'.join(map(str, a.shape))} {a.dtype}"
+        for n, a in zip(built.input_names, built.inputs, strict=True)
+    ]
+    params = sum(p.numel() for p in built.net.parameters())
+    return {"inputs": "; ".join(shapes), "output": built.output, "params": params}
+
+
+def ort_job(folder: Path, timed: bool) -> dict[str, Any]:
+    """ONNX Runtime at one thread, against eager; ``ort.npy`` its output."""
+    inputs = _inputs(folder)
+    try:
+        run = _onnxruntime_session(folder / "model.onnx", 1, inputs)
+        (got,) = run()
+    except Exception as err:
+        return _failure("failed", err)
+    np.save(folder / "ort.npy", got)
+    error = relative_error(got, np.load(folder / "eager.npy"))
+    return {"error_vs": error, **(_timed(run) if timed else {})}
+
+
+def qidao_job(folder: Path, timed: bool) -> dict[str, Any]:
+    """qidao on the ONNX file at one thread, against ONNX Runtime (else eager)."""
+    import qidao
+
+    inputs = _inputs(folder)
+    start = time.perf_counter()
+    try:
+        compiled = qidao.compile(str(folder / "model.onnx"), threads=1)
+        (got,) = compiled(*inputs)  # a model compiled at its first call: here
+    except Exception as err:
+        return _failure(_qidao_status(err), err) | {"reasons": refusal_reasons(err)}
+    compile_s = time.perf_counter() - start
+    reference = folder / "ort.npy"
+    if not reference.exists():
+        reference = folder / "eager.npy"
+    error = relative_error(got, np.load(reference))
+    out = {
+        "status": "ok" if error <= RTOL else "wrong",
+        "error_vs": error,
+        "reference": reference.stem,
+        "compile_s": compile_s,
+        "kernels": compiled.stats["kernels"],
+    }
+    if out["status"] == "wrong":
+        out["error"] = f"max error {error:.3g} x the largest |{reference.stem}|"
+        return out
+    return out | (_timed(lambda: compiled(*inputs)) if timed else {})
+
+
+def torch_job(arch: str, model_class: str) -> dict[str, Any]:
+    """``torch.compile`` with qidao at one thread, against eager in this process."""
+    import torch
+
+    from qidao.bench.sweep_configs import build
+    from qidao.dynamo_backend import qidao_backend
+
+    built = build(arch, model_class)
+    args = [torch.from_numpy(a) for a in built.inputs]
+    graphs: list[Any] = []  # what the backend returned, one per dynamo graph
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        graphs.append(qidao_backend(gm, example_inputs, threads=1))
+        return graphs[-1]
+
+    torch._dynamo.reset()
+    with torch.no_grad():  # not inference_mode: qidao captures with torch.export
+        want = built.net(*args).numpy()
+        try:
+            got = torch.compile(built.net, backend=backend, dynamic=False)(*args)
+        except Exception as err:
+            return _failure("failed", err) | {"reasons": refusal_reasons(err)}
+    parts, fallback = torch_parts(graphs)
+    error = relative_error(got.numpy(), want)
+    status = "fell back" if fallback or parts == 0 else "ok"
+    out = {
+        "status": status if error <= RTOL else "wrong",
+        "error_vs": error,
+        "graphs": len(graphs),
+        "parts": parts,
+        "fallback": ";".join(fallback),
+        "reasons": fallback if fallback else [],
+    }
+    if out["status"] == "wrong":
+        out["error"] = f"max error {error:.3g} x the largest |eager|"
+    elif parts == 0:
+        out["error"] = "no graph reached qidao: everything ran in PyTorch"
+    return out
+
+
+def torch_parts(graphs: list[Any]) -> tuple[int, list[str]]:
+    """The parts qidao compiled of dynamo's graphs (a whole graph is one), and the
+    operators that ran in PyTorch, each with the reason qidao gave where it gave
+    one (``aten.gather.default (an input is torch.int64 ...)``), sorted."""
+    parts = 0
+    fallback: set[str] = set()
+    for graph in graphs:
+        compiled = getattr(graph, "compiled", None)  # FrozenGraph.compiled
+        if compiled is None:  # dynamic shapes, or refused: ran in PyTorch
+            continue
+        whole = getattr(compiled, "compiled", None)  # TorchCompiled.compiled
+        parts += 1 if whole is not None else len(getattr(compiled, "parts", []))
+        ops = getattr(compiled, "fallback_ops", {})
+        fallback.update(str(op) for op in ops)
+    return parts, sorted(fallback)
+
+
+def run_job(request: dict[str, Any]) -> dict[str, Any]:
+    """One job (``request["job"]``); the answer's ``status`` is ``ok`` or, by job:
+    export ``build failed`` / ``export failed``; ort ``failed``; qidao ``refused``
+    (a ``QidaoError``), ``internal`` (any other error) or ``wrong``; torch
+    ``fell back`` (operators ran in PyTorch), ``failed`` or ``wrong``."""
+    job = request["job"]
+    folder = Path(request["folder"])
+    if job == "export":
+        return export_job(request["arch"], request["model_class"], folder)
+    if job == "ort":
+        return ort_job(folder, bool(request.get("time", True)))
+    if job == "qidao":
+        return qidao_job(folder, bool(request.get("time", True)))
+    if job == "torch":
+        return torch_job(request["arch"], request["model_class"])
+    raise ValueError(f"unknown sweep job '{job}'; the jobs are {', '.join(JOBS)}")
+
+
+WARM: dict[str, tuple[str, ...]] = {
+    "export": ("torch", "transformers", "torch.onnx"),
+    "ort": ("onnxruntime",),
+    "qidao": ("qidao",),
+    "torch": ("torch", "transformers", "qidao.dynamo_backend"),
+}
+"""What a worker of each job kind imports before it says it is ready."""
+
+
+def warm(kind: str) -> None:
+    """Import what ``kind``'s jobs need, and pin torch to one thread."""
+    import importlib
+
+    for module in WARM.get(kind, ()):
+        importlib.import_module(module)
+    if "torch" in WARM.get(kind, ()):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve(run_job, lambda: warm(sys.argv[1] if len(sys.argv) > 1 else ""))

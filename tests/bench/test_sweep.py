@@ -1,0 +1,262 @@
+"""``qidao bench sweep``: the config shrinker on real configs, the rows, CSV and
+summary on made-up results, one job loop with a stand-in worker, and the command
+end to end on BERT."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from qidao.bench.sweep import (
+    CsvStream,
+    SweepRow,
+    read_csv,
+    run_sweep,
+    select,
+    summarize,
+)
+from qidao.bench.sweep_configs import (
+    HEADS,
+    SCALARS,
+    WIDTH,
+    architectures,
+    build,
+    example_inputs,
+    shrink,
+    small_config,
+)
+from qidao.bench.sweep_jobs import refusal_reasons, relative_error
+from qidao.runtime.worker import Answer
+
+transformers = pytest.importorskip("transformers")
+
+
+# --- the shrinker on real configs ---------------------------------------------
+
+
+def test_bert_config_is_shrunk_and_the_rest_kept() -> None:
+    default = transformers.BertConfig().to_dict()
+    small = shrink(default, "bert")
+    assert small["hidden_size"] == WIDTH
+    assert small["num_attention_heads"] == HEADS
+    assert small["num_hidden_layers"] == 2
+    assert small["intermediate_size"] == 2 * WIDTH
+    assert small["vocab_size"] == SCALARS["vocab_size"] < default["vocab_size"]
+    assert 0 <= small["pad_token_id"] < small["vocab_size"]
+    unchanged = {k for k in default if k not in SCALARS}
+    assert {k: small[k] for k in unchanged} == {k: default[k] for k in unchanged}
+
+
+def test_small_values_are_never_raised() -> None:
+    default = transformers.GPT2Config(n_layer=1, n_head=1).to_dict()
+    small = shrink(default, "gpt2")
+    assert small["n_layer"] == 1
+    assert small["n_head"] == 1
+
+
+def test_per_layer_lists_follow_the_new_layer_count() -> None:
+    default = transformers.Gemma3TextConfig().to_dict()
+    assert len(default["layer_types"]) == default["num_hidden_layers"] > 2
+    small = shrink(default, "gemma3_text")
+    assert small["layer_types"] == default["layer_types"][: small["num_hidden_layers"]]
+    config = small_config("gemma3_text")
+    assert len(config.layer_types) == config.num_hidden_layers == 2
+
+
+def test_per_stage_lists_keep_their_length() -> None:
+    wav2vec2 = shrink(transformers.Wav2Vec2Config().to_dict(), "wav2vec2")
+    assert wav2vec2["conv_dim"] == [WIDTH] * 7
+    swin = shrink(transformers.SwinConfig().to_dict(), "swin")
+    assert swin["depths"] == [1, 1, 1, 1]
+    assert swin["num_heads"] == [1, 2, 4, 8]
+    assert swin["window_size"] == 4  # OVERRIDES
+
+
+def test_sub_configs_are_shrunk() -> None:
+    small = shrink(transformers.CLIPConfig().to_dict(), "clip")
+    assert small["text_config"]["hidden_size"] == WIDTH
+    assert small["vision_config"]["hidden_size"] == WIDTH
+    assert small["vision_config"]["image_size"] == SCALARS["image_size"]
+
+
+def test_the_classes_come_from_the_auto_mappings() -> None:
+    found = architectures()
+    assert found["vit"] == "ViTForImageClassification"
+    assert found["gpt2"] == "GPT2LMHeadModel"
+    assert found["bert"] == "BertModel"  # an encoder: not its causal-LM head
+    assert found["whisper"] == "WhisperModel"  # an encoder-decoder
+    assert list(found) == sorted(found)
+
+
+def test_a_small_bert_matches_its_transformers_model() -> None:
+    import torch
+
+    built = build("bert", "BertModel")
+    assert built.input_names == ["input_ids"]
+    assert built.output == "last_hidden_state"
+    assert sum(p.numel() for p in built.net.parameters()) < 100_000
+    (ids,) = map(torch.from_numpy, built.inputs)
+    with torch.no_grad():
+        want = built.net.model(input_ids=ids).last_hidden_state
+        np.testing.assert_array_equal(built.net(ids).numpy(), want.numpy())
+
+
+def test_an_encoder_decoder_gets_decoder_input_ids() -> None:
+    config = small_config("t5")
+    model = transformers.T5Model(config)
+    names, inputs = example_inputs(model, config)
+    assert names == ["input_ids", "decoder_input_ids"]
+    assert all(a.dtype == np.int64 and a.max() < config.vocab_size for a in inputs)
+
+
+def test_a_main_input_without_a_rule_is_named() -> None:
+    class Model:
+        main_input_name = "past_values"
+
+    with pytest.raises(ValueError, match="'past_values'"):
+        example_inputs(Model(), object())
+
+
+# --- errors, rows, CSV, summary ------------------------------------------------
+
+
+def test_relative_error_against_numpy() -> None:
+    rng = np.random.default_rng(0)
+    want = rng.standard_normal((3, 4))
+    got = want + rng.standard_normal((3, 4)) * 1e-4
+    expected = np.max(np.abs(got - want)) / np.max(np.abs(want))
+    assert relative_error(got, want) == pytest.approx(expected)
+    assert relative_error(want, want) == 0.0
+    assert relative_error(want[:2], want) == math.inf
+
+
+def test_relative_error_of_nans_and_infinities() -> None:
+    want = np.array([1.0, np.nan, np.inf, 2.0])
+    assert relative_error(want.copy(), want) == 0.0
+    assert relative_error(np.array([1.0, 0.0, np.inf, 2.0]), want) == math.inf
+
+
+def test_refusal_reasons_name_each_op() -> None:
+    from qidao.frontend.errors import UnsupportedOpsError
+
+    err = UnsupportedOpsError({"Tile": ["/a"], "CumSum": ["/b", "/c"]})
+    assert refusal_reasons(err) == ["CumSum", "Tile"]
+    assert refusal_reasons(ValueError("bad axis\nmore")) == ["bad axis"]
+
+
+def _rows() -> list[SweepRow]:
+    return [
+        SweepRow("a", "A", export="ok", ort="ok", qidao="ok", ort_us=100.0,
+                 qidao_us=50.0, torch="ok", torch_parts=1),
+        SweepRow("b", "B", export="ok", ort="ok", qidao="ok", ort_us=100.0,
+                 qidao_us=200.0, torch="fell back", torch_parts=2,
+                 torch_fallback="aten.cumsum.default",
+                 torch_reasons=["aten.cumsum.default"]),
+        SweepRow("c", "C", export="ok", ort="ok", qidao="refused",
+                 qidao_error="the model uses 2 unsupported op type(s):",
+                 qidao_reasons=["CumSum", "Tile"], torch="failed",
+                 torch_reasons=["boom"]),
+        SweepRow("d", "D", export="ok", ort="ok", qidao="refused",
+                 qidao_reasons=["CumSum"], qidao_vs_ort=math.nan),
+        SweepRow("e", "E", export="build failed",
+                 export_error="ValueError: no example input"),
+    ]  # fmt: skip
+
+
+def test_the_summary_counts_against_what_ort_runs() -> None:
+    text = summarize(_rows())
+    assert "5 architecture(s): 4 built and exported, ONNX Runtime ran 4" in text
+    assert "qidao ONNX: 2 of the 4 that ONNX Runtime runs (50%)" in text
+    mean = statistics.geometric_mean([50.0 / 100.0, 200.0 / 100.0])
+    assert f"geomean over 2: {mean:.2f}x" in text
+    refusals = text.split("most common qidao ONNX refusals")[1].splitlines()
+    assert refusals[1].split() == ["2", "CumSum"]
+    assert refusals[2].split() == ["1", "Tile"]
+    assert "torch.compile: 1 of 3 whole in qidao" in text
+    assert "build failed: ValueError: no example input" in text
+
+
+def test_the_csv_streams_rows_and_reads_back(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "sweep.csv"
+    stream = CsvStream(path)
+    assert path.read_text().startswith("arch,model_class,")  # the header at once
+    rows = _rows()
+    for row in rows:
+        stream.write(row)
+    stream.close()
+    back = read_csv(path)
+    assert [r.arch for r in back] == [r.arch for r in rows]
+    assert back[2].qidao_reasons == ["CumSum", "Tile"]
+    assert back[1].torch_parts == 2
+    assert back[0].ratio == pytest.approx(0.5)
+    assert math.isnan(back[3].qidao_vs_ort)
+    assert summarize(back) == summarize(rows)
+
+
+def test_select_names_and_limits() -> None:
+    available = {"a": "A", "b": "B", "c": "C"}
+    assert select(available, limit=2) == {"a": "A", "b": "B"}
+    assert select(available, ["c", "a"]) == {"c": "C", "a": "A"}
+    with pytest.raises(ValueError, match=r"unknown architecture.*zz"):
+        select(available, ["zz"])
+    with pytest.raises(ValueError, match="--limit"):
+        select(available, limit=0)
+
+
+def test_crashes_and_timeouts_are_rows_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    def ask(job: str, request: dict[str, Any], timeout: float) -> Answer:
+        arch = request["arch"]
+        if arch == "crashy" and job == "qidao":
+            return Answer("crash", error="the worker died (signal 11): ")
+        if arch == "slow" and job == "export":
+            return Answer("timeout", error=f"no answer within {timeout:g} s")
+        if job == "ort":
+            return Answer("ok", {"error_vs": 0.0, "median_us": 10.0})
+        if job == "qidao":
+            return Answer("ok", {"status": "ok", "error_vs": 0.0, "median_us": 5.0})
+        if job == "torch":
+            why = "aten.cumsum.default (why)"
+            data = {"graphs": 1, "parts": 2, "fallback": why, "reasons": [why]}
+            return Answer("fell back", {"status": "fell back", **data})
+        return Answer("ok", {"inputs": "x", "output": "logits"})
+
+    path = tmp_path / "s.csv"
+    archs = {"crashy": "C", "fine": "F", "slow": "S"}
+    rows = run_sweep(archs, path, timeout=7, progress=False, ask=ask)
+    by = {r.arch: r for r in rows}
+    assert by["crashy"].qidao == "crashed"
+    assert by["crashy"].qidao_reasons == ["crashed: the worker died (signal 11): "]
+    assert by["fine"].qidao == "ok" and by["fine"].ratio == 0.5
+    assert (by["fine"].torch, by["fine"].torch_parts) == ("fell back", 2)
+    assert by["fine"].torch_reasons == ["aten.cumsum.default (why)"]
+    assert by["slow"].export == "timeout" and by["slow"].ort == ""
+    assert by["slow"].export_error == "no answer within 7 s"
+    assert sorted(r.arch for r in read_csv(path)) == sorted(archs)
+
+
+# --- the command ----------------------------------------------------------------
+
+
+def test_sweep_runs_alone() -> None:
+    from qidao.tools.cli import main
+
+    assert main(["bench", "sweep", "chain"]) == 2
+
+
+@pytest.mark.slow
+def test_the_command_sweeps_bert(tmp_path: Path, capsys: Any) -> None:
+    from qidao.tools.cli import main
+
+    path = tmp_path / "sweep.csv"
+    code = main(["bench", "sweep", "--only", "bert", "--no-time", "--csv", str(path)])
+    (row,) = read_csv(path)
+    assert (row.arch, row.export, row.ort, row.qidao) == ("bert", "ok", "ok", "ok")
+    assert row.qidao_vs_ort <= 1e-3
+    assert row.torch in ("ok", "fell back")
+    assert code == 0
+    assert "qidao ONNX: 1 of the 1 that ONNX Runtime runs" in capsys.readouterr().out
