@@ -175,6 +175,7 @@ def capture(
     }
     constants = {p: state[target] for p, target in names.items()}
     gm = program.graph_module
+    drop_metadata_checks(gm)
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     return Captured(
         gm,
@@ -184,6 +185,28 @@ def capture(
         len(sig.user_outputs),
         program.call_spec.out_spec,
     )
+
+
+METADATA_CHECKS = (torch.ops.aten._assert_tensor_metadata.default,)
+"""Nodes that only assert a value's dtype, device and layout (``x.to(dtype)`` makes
+one): the export traced them on the example inputs, and every call of the compiled
+model checks its inputs against those, so they hold by construction; they are
+dropped rather than run (or left to PyTorch as a part of their own)."""
+
+
+def drop_metadata_checks(gm: torch.fx.GraphModule) -> int:
+    """Remove ``METADATA_CHECKS`` nodes (which nothing uses) from ``gm``; returns
+    how many."""
+    dropped = [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_function" and n.target in METADATA_CHECKS and not n.users
+    ]
+    for node in dropped:
+        gm.graph.erase_node(node)
+    if dropped:
+        gm.recompile()
+    return len(dropped)
 
 
 # ---- support ----------------------------------------------------------------

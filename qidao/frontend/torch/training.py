@@ -64,6 +64,7 @@ from qidao.frontend.torch.backend import CompileFn, QidaoPart, compile_part
 from qidao.frontend.torch.importer import (
     FxConverter,
     UnsupportedTorchOpsError,
+    drop_metadata_checks,
     partition,
     unsupported_ops,
 )
@@ -207,6 +208,8 @@ def checked_partition(strict: bool) -> Callable[..., Any]:
         joint: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any
     ) -> tuple[torch.fx.GraphModule, torch.fx.GraphModule]:
         forward, backward = default_partition(joint, joint_inputs, **kwargs)
+        drop_metadata_checks(forward)
+        drop_metadata_checks(backward)
         if strict:
             missing = graph_ops({"forward": forward, "backward": backward})
             if missing:

@@ -357,6 +357,29 @@ def test_fallback_runs_unsupported_ops_in_pytorch_with_a_notice() -> None:
         compiled.ir("tg")
 
 
+def test_metadata_checks_are_dropped_not_run_in_pytorch() -> None:
+    """``x.to(dtype)`` exports an ``aten._assert_tensor_metadata`` beside the cast;
+    the check holds by construction (inputs are checked at every call), so it is
+    dropped: the model is one qidao part, under strict mode too."""
+
+    class Casts(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x.to(torch.float32) * 2).float() + 1
+
+    model, x = Casts(), torch.randn(2, 3)
+    graph = torch.export.export(model, (x,)).graph_module.graph
+    assert any(
+        n.target is torch.ops.aten._assert_tensor_metadata.default for n in graph.nodes
+    )
+    captured = capture(model, (x,))
+    assert not any(
+        n.target is torch.ops.aten._assert_tensor_metadata.default
+        for n in captured.graph_module.graph.nodes
+    )
+    compiled = qidao.compile(model, example_inputs=(x,), strict=True)
+    assert_matches(compiled(x), model(x))
+
+
 def test_a_part_whose_results_nothing_uses_is_removed_not_compiled() -> None:
     """Supported nodes left dead beside a fallback make a part with no outputs: it
     is dropped (a graph with no outputs is no program), the live part stays."""

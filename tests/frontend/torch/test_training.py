@@ -572,3 +572,26 @@ def test_qidao_compile_of_a_module_refuses_training_options(
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
     with pytest.raises(qidao.ArgumentError, match=r"trains through torch\.compile"):
         qidao.compile(model, example_inputs=(torch.randn(2, 4),), **options)
+
+
+def test_metadata_checks_in_the_training_graphs_are_dropped() -> None:
+    """``x.to(dtype)`` leaves ``aten._assert_tensor_metadata`` in AOTAutograd's
+    graphs: dropped, so strict mode compiles both halves and the gradient matches
+    eager."""
+
+    class Casts(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x.to(torch.float32)).relu().float().sum()
+
+    torch.manual_seed(0)
+    model, x = Casts(), torch.randn(4, 3, requires_grad=True)
+    compiled = torch.compile(model, backend="qidao", options={"strict": True})
+    compiled(x).backward()
+    got = x.grad.clone()
+    x.grad = None
+    model(x).backward()
+    torch.testing.assert_close(got, x.grad)
