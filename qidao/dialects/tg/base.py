@@ -161,6 +161,15 @@ def normalize_axis(axis: int, rank: int, op: str) -> int:
     return axis % rank if rank else 0
 
 
+def axis_of(op: str, input: TensorType[Attribute], axis: int) -> int:
+    """``axis`` of ``input`` (a tensor of rank >= 1) made non-negative, or a
+    verifier error naming the op: the axis of a gather, scan or sort."""
+    rank = len(input.get_shape())
+    if rank == 0:
+        raise VerifyException(f"{op} expects an input of rank >= 1, got {input}")
+    return normalize_axis(axis, rank, op)
+
+
 def expect_length(op: str, what: str, values: Sequence[int], length: int) -> None:
     if len(values) != length:
         raise VerifyException(

@@ -43,7 +43,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qidao.dialects.tg.base import TgOp, normalize_axis, tensor
+from qidao.dialects.tg.base import TgOp, axis_of, tensor
+from qidao.dialects.tg.layout import Shape
 from qidao.dialects.tg.types import fmt_shape, shape_of, tensor_type
 
 INDEX_WIDTHS = (32, 64)
@@ -67,11 +68,25 @@ def _check_indices(op: str, indices: TensorType[Attribute]) -> None:
         )
 
 
-def _axis(op: str, input: TensorType[Attribute], axis: int) -> int:
-    rank = len(input.get_shape())
-    if rank == 0:
-        raise VerifyException(f"{op} expects an input of rank >= 1, got {input}")
-    return normalize_axis(axis, rank, op)
+def check_element_indices(
+    op: str, what: str, shape: Shape, indices: TensorType[Attribute], axis: int
+) -> None:
+    """The rule GatherElements and ScatterElements share: indices of the rank of
+    ``what`` (the input, the data) of ``shape``, no larger in any dimension but
+    ``axis``."""
+    index_shape = shape_of(indices)
+    if len(index_shape) != len(shape):
+        raise VerifyException(
+            f"{op} expects indices of the {what}'s rank {len(shape)}, but the "
+            f"indices are {indices}"
+        )
+    for d, (size, count) in enumerate(zip(shape, index_shape, strict=True)):
+        if d != axis and count > size:
+            raise VerifyException(
+                f"{op}: the indices {fmt_shape(index_shape)} are larger than "
+                f"the {what} {fmt_shape(shape)} in dimension {d} (only axis {axis} "
+                "may be larger)"
+            )
 
 
 def _check_not_empty_axis(
@@ -101,7 +116,7 @@ class _GatherByTensorOp(TgOp):
 
     def __init__(self, input: SSAValue, indices: SSAValue, axis: int) -> None:
         t = tensor(input)
-        a = _axis(self.name, t, axis)
+        a = axis_of(self.name, t, axis)
         super().__init__(
             operands=[input, indices],
             result_types=[self.infer(t, tensor(indices), a)],
@@ -115,7 +130,7 @@ class _GatherByTensorOp(TgOp):
         raise NotImplementedError
 
     def normalized_axis(self) -> int:
-        return _axis(self.name, tensor(self.input), self.axis.value.data)
+        return axis_of(self.name, tensor(self.input), self.axis.value.data)
 
     def verify_(self) -> None:
         self.verify_tensors()
@@ -144,7 +159,7 @@ class TakeOp(_GatherByTensorOp):
     ) -> Attribute:
         """The row-major result type, or an error naming what does not fit."""
         name = TakeOp.name
-        a = _axis(name, input, axis)
+        a = axis_of(name, input, axis)
         _check_indices(name, indices)
         shape = shape_of(input)
         result = (*shape[:a], *shape_of(indices), *shape[a + 1 :])
@@ -173,20 +188,9 @@ class GatherElementsOp(_GatherByTensorOp):
     ) -> Attribute:
         """The row-major result type, or an error naming what does not fit."""
         name = GatherElementsOp.name
-        a = _axis(name, input, axis)
+        a = axis_of(name, input, axis)
         _check_indices(name, indices)
         shape, index_shape = shape_of(input), shape_of(indices)
-        if len(index_shape) != len(shape):
-            raise VerifyException(
-                f"{name} expects indices of the input's rank {len(shape)}, but the "
-                f"indices are {indices}"
-            )
-        for d, (size, count) in enumerate(zip(shape, index_shape, strict=True)):
-            if d != a and count > size:
-                raise VerifyException(
-                    f"{name}: the indices {fmt_shape(index_shape)} are larger than "
-                    f"the input {fmt_shape(shape)} in dimension {d} (only axis {a} "
-                    "may be larger)"
-                )
+        check_element_indices(name, "input", shape, indices, a)
         _check_not_empty_axis(name, input, a, index_shape)
         return tensor_type(index_shape, input.get_element_type())

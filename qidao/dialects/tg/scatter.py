@@ -64,7 +64,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects.tg.base import TgOp, normalize_axis, tensor
-from qidao.dialects.tg.dynamic_indexing import INDEX_WIDTHS
+from qidao.dialects.tg.dynamic_indexing import INDEX_WIDTHS, check_element_indices
 from qidao.dialects.tg.types import fmt_shape, kind_of, shape_of, tensor_type
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
@@ -186,18 +186,7 @@ class ScatterElementsOp(_ScatterOp):
         shape = shape_of(tensor(self.data))
         index_shape = shape_of(tensor(self.indices))
         a = self.normalized_axis()
-        if len(index_shape) != len(shape):
-            raise VerifyException(
-                f"{name} expects indices of the data's rank {len(shape)}, but the "
-                f"indices are {self.indices.type}"
-            )
-        for d, (size, count) in enumerate(zip(shape, index_shape, strict=True)):
-            if d != a and count > size:
-                raise VerifyException(
-                    f"{name}: the indices {fmt_shape(index_shape)} are larger than "
-                    f"the data {fmt_shape(shape)} in dimension {d} (only axis {a} "
-                    "may be larger)"
-                )
+        check_element_indices(name, "data", shape, tensor(self.indices), a)
         update_shape = shape_of(tensor(self.updates))
         if update_shape != index_shape:
             raise VerifyException(

@@ -38,7 +38,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qidao.dialects.tg.base import TgOp, normalize_axis, tensor
+from qidao.dialects.tg.base import TgOp, axis_of, tensor
 from qidao.dialects.tg.types import NUMERIC, shape_of, tensor_type
 
 
@@ -83,12 +83,7 @@ class TopKIndicesOp(TgOp):
     @classmethod
     def checked_axis(cls, input: TensorType[Attribute], axis: int) -> int:
         """``axis`` made non-negative, or an error naming the op."""
-        rank = len(input.get_shape())
-        if rank == 0:
-            raise VerifyException(
-                f"{cls.name} expects an input of rank >= 1, got {input}"
-            )
-        return normalize_axis(axis, rank, cls.name)
+        return axis_of(cls.name, input, axis)
 
     @classmethod
     def infer(cls, input: TensorType[Attribute], axis: int, k: int) -> Attribute:
