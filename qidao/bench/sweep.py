@@ -18,8 +18,10 @@ fresh worker takes the next one: nothing stops the sweep. ``--jobs N`` runs N
 architectures at once (their times then share the cores).
 
 One CSV row per architecture, written as each finishes (``CSV_FIELDS``):
-``export`` is ``ok``, ``build failed`` or ``export failed``; ``ort`` ``ok`` or
-``failed``; ``qidao`` ``ok``, ``refused`` (a ``QidaoError``: ``qidao_error`` is
+``export`` is ``ok``, ``build failed`` or ``export failed``; ``ort`` ``ok``,
+``failed`` or ``differs`` (from eager by more than 1e-3 of its largest magnitude: a
+model that draws random numbers at each call, such as ViT-MAE's masking, which the
+summary leaves out); ``qidao`` ``ok``, ``refused`` (a ``QidaoError``: ``qidao_error`` is
 its first line), ``wrong`` (largest error over ONNX Runtime's largest magnitude
 above 1e-3: ``qidao_vs_ort``), ``internal`` (another exception: qidao's bug),
 ``crashed`` or ``timeout``; ``torch`` ``ok``, ``fell back`` (``torch_parts``
@@ -364,6 +366,12 @@ def summarize(rows: Sequence[SweepRow]) -> str:
         f"{len(rows)} architecture(s): {len(exported)} built and exported, ONNX "
         f"Runtime ran {len(ran)}",
     ]
+    differ = [r.arch for r in exported if r.ort == "differs"]
+    if differ:
+        lines.append(
+            f"ONNX Runtime differs from eager on {len(differ)}, left out (random "
+            f"at each call?): {', '.join(differ)}"
+        )
     if ran:
         ok = sum(r.qidao == "ok" for r in ran)
         lines.append(

@@ -5,8 +5,10 @@
 (vision), else the causal-LM class (decoders), else the base model class.
 :func:`shrink` makes a config small by rules over its common fields (widths,
 layers, heads, feed-forward sizes, vocabulary, positions, image size, audio
-convolutions, experts), its sub-configs included; ``OVERRIDES`` holds the few
-per-architecture fields the rules do not get right. :func:`build` makes the model
+convolutions, experts), its sub-configs included, to a :class:`Sizes` (the
+sweep's ``SWEEP``; the model zoo takes larger ones, ``qidao/bench/zoo_archs.py``);
+``OVERRIDES`` holds the few per-architecture fields the rules do not get right
+(and a backbone's chosen stages are reset). :func:`build` makes the model
 from the small config (random weights from a fixed seed, eager attention, eval
 mode), its example inputs by the model's main input name, and wraps it so that it
 returns one tensor (``logits``, else ``last_hidden_state``, else the first tensor
@@ -38,122 +40,167 @@ stride of 320."""
 FEATURE_FRAMES = 64
 """Frames of a filter-bank input (``input_features``) whose length is free."""
 
-WIDTH = 32
+
+@dataclass(frozen=True)
+class Sizes:
+    """What :func:`shrink` makes a config's sizes: the sweep's are ``SWEEP`` (as
+    small as a model builds), the zoo's larger ones ``qidao/bench/zoo_archs.py``'s."""
+
+    width: int = 32
+    """The hidden size (and every other width field)."""
+    heads: int = 2
+    """Attention heads (head size ``width // heads``)."""
+    layers: int = 2
+    """Layers of each stack (encoder, decoder)."""
+    vocab: int = 512
+    positions: int = 128
+    """Maximum positions of a text model."""
+    source_positions: int = 32
+    """Maximum positions of an audio encoder's features (Whisper's)."""
+    image: int = 64
+    """Image side."""
+    patch: int = 8
+    stages: tuple[int, int] = (16, 128)
+    """A CNN's or hierarchical transformer's stage widths: the first, doubling
+    up to the last."""
+
+
+SWEEP = Sizes()
+"""The sweep's sizes: every architecture, as small as it builds."""
+
+WIDTH = SWEEP.width
 """The hidden size of every shrunk model."""
 
-HEADS = 2
+HEADS = SWEEP.heads
 """Attention heads (head size ``WIDTH // HEADS``)."""
 
-SCALARS: dict[str, int] = {
-    **dict.fromkeys(
-        (
-            "hidden_size",
-            "d_model",
-            "n_embd",
-            "embed_dim",
-            "dim",
-            "output_hidden_size",
-            "projection_dim",
-            "embedding_size",
-            "codevector_dim",
-            "proj_codevector_dim",
-            "classifier_proj_size",
-            "xvector_output_dim",
-            "adapter_attn_dim",
-            "codebook_dim",
+
+def scalars(sizes: Sizes) -> dict[str, int]:
+    """Integer fields and their small value: a field holding a larger int gets it."""
+    return {
+        **dict.fromkeys(
+            (
+                "hidden_size",
+                "d_model",
+                "n_embd",
+                "embed_dim",
+                "dim",
+                "output_hidden_size",
+                "projection_dim",
+                "embedding_size",
+                "codevector_dim",
+                "proj_codevector_dim",
+                "classifier_proj_size",
+                "xvector_output_dim",
+                "adapter_attn_dim",
+                "codebook_dim",
+                "word_embed_proj_dim",  # OPT's embeddings, projected to the width
+                "conv_channels",  # Speech2Text's subsampling convolutions
+            ),
+            sizes.width,
         ),
-        WIDTH,
-    ),
-    **dict.fromkeys(
-        (
-            "num_attention_heads",
-            "n_head",
-            "n_heads",
-            "num_heads",
-            "encoder_attention_heads",
-            "decoder_attention_heads",
+        **dict.fromkeys(
+            (
+                "num_attention_heads",
+                "n_head",
+                "n_heads",
+                "num_heads",
+                "encoder_attention_heads",
+                "decoder_attention_heads",
+            ),
+            sizes.heads,
         ),
-        HEADS,
-    ),
-    **dict.fromkeys(
-        ("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), 1
-    ),
-    "head_dim": WIDTH // HEADS,
-    **dict.fromkeys(
-        (
-            "num_hidden_layers",
-            "n_layer",
-            "n_layers",
-            "num_layers",
-            "encoder_layers",
-            "decoder_layers",
-            "num_encoder_layers",
-            "num_decoder_layers",
+        **dict.fromkeys(
+            ("num_key_value_heads", "num_kv_heads", "multi_query_group_num"), 1
         ),
-        2,
-    ),
-    **dict.fromkeys(
-        (
-            "intermediate_size",
-            "ffn_dim",
-            "encoder_ffn_dim",
-            "decoder_ffn_dim",
-            "n_inner",
-            "d_ff",
+        **dict.fromkeys(("head_dim", "rotary_dim"), sizes.width // sizes.heads),
+        **dict.fromkeys(("intra_bottleneck_size", "true_hidden_size"), sizes.width),
+        **dict.fromkeys(
+            (
+                "num_hidden_layers",
+                "n_layer",
+                "n_layers",
+                "num_layers",
+                "encoder_layers",
+                "decoder_layers",
+                "num_encoder_layers",
+                "num_decoder_layers",
+            ),
+            sizes.layers,
         ),
-        2 * WIDTH,
-    ),
-    **dict.fromkeys(
-        (
-            "moe_intermediate_size",
-            "shared_expert_intermediate_size",
-            "expert_intermediate_size",
+        **dict.fromkeys(
+            (
+                "intermediate_size",
+                "ffn_dim",
+                "encoder_ffn_dim",
+                "decoder_ffn_dim",
+                "n_inner",
+                "d_ff",
+                "hidden_dim",  # DistilBERT's feed-forward
+            ),
+            2 * sizes.width,
         ),
-        WIDTH,
-    ),
-    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
-    "num_experts_per_tok": 2,
-    "n_shared_experts": 1,
-    "vocab_size": 512,
-    **dict.fromkeys(
-        (
-            "max_position_embeddings",
-            "n_positions",
-            "n_ctx",
-            "max_target_positions",
+        **dict.fromkeys(
+            (
+                "moe_intermediate_size",
+                "shared_expert_intermediate_size",
+                "expert_intermediate_size",
+            ),
+            sizes.width,
         ),
-        128,
-    ),
-    "max_source_positions": 32,
-    "image_size": 64,
-    "patch_size": 8,
-    "num_conv_pos_embeddings": 16,
-    "num_conv_pos_embedding_groups": 2,
-}
-"""Integer fields and their small value: a field holding a larger int gets it."""
+        **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "vocab_size": sizes.vocab,
+        **dict.fromkeys(
+            (
+                "max_position_embeddings",
+                "n_positions",
+                "n_ctx",
+                "max_target_positions",
+            ),
+            sizes.positions,
+        ),
+        "max_source_positions": sizes.source_positions,
+        "image_size": sizes.image,
+        "patch_size": sizes.patch,
+        "num_conv_pos_embeddings": 16,
+        "num_conv_pos_embedding_groups": 2,
+    }
+
+
+SCALARS = scalars(SWEEP)
+"""The sweep's integer fields and their small value."""
 
 WIDTH_SUFFIX = "_hidden_size"
-"""Another config's width named in this one (``audio_hidden_size``): ``WIDTH``
+"""Another config's width named in this one (``audio_hidden_size``): the width
 too, as that config's ``hidden_size`` is."""
 
 
-def _widths(n: int) -> list[int]:
-    """Stage widths 16, 32, 64, then 128 for the rest."""
-    return [min(16 * 2**i, 128) for i in range(n)]
+def lists(sizes: Sizes) -> dict[str, Any]:
+    """List fields (one entry per stage or layer) and their small value, by length."""
+    first, last = sizes.stages
 
+    def widths(n: int) -> list[int]:
+        return [min(first * 2**i, last) for i in range(n)]
 
-LISTS: dict[str, Any] = {
-    "hidden_sizes": _widths,
-    "embed_dims": _widths,
-    "neck_hidden_sizes": _widths,
-    "depths": lambda n: [1] * n,
-    "num_heads": lambda n: [2**i for i in range(n)],
-    "conv_dim": lambda n: [WIDTH] * n,
-    "tdnn_dim": lambda n: [WIDTH] * n,
-}
-"""List fields (one entry per stage or layer) and their small value, by length."""
+    return {
+        "hidden_sizes": widths,
+        "embed_dims": widths,
+        "neck_hidden_sizes": widths,
+        "depths": lambda n: [1] * n,
+        "num_heads": lambda n: [2**i for i in range(n)],
+        "num_attention_heads": lambda n: [2**i for i in range(n)],
+        "conv_dim": lambda n: [sizes.width] * n,
+        "tdnn_dim": lambda n: [sizes.width] * n,
+    }
+
 
 LAYER_COUNTS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+
+BACKBONE_STAGES = ("out_features", "out_indices")
+"""A backbone's chosen stages (BEiT's ``stage12``): reset to its default, the
+last stage, as the shrunk model has fewer."""
 """The fields whose count other per-layer lists (``layer_types``) follow."""
 
 SWIN = {"patch_size": 2, "window_size": 4}
@@ -162,28 +209,37 @@ SWIN = {"patch_size": 2, "window_size": 4}
 OVERRIDES: dict[str, dict[str, Any]] = {
     "swin": SWIN,
     "swinv2": SWIN,
+    "bit": {"num_groups": 2},  # group norms over bottlenecks of 4 channels
+    "levit": {"patch_size": 16},  # its stem downsamples 16x whatever the field says
+    "esm": {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32},  # ESM-2's
     "donut-swin": SWIN,
 }
 """Per-architecture fields the rules do not get right, applied after them."""
 
 
-def shrink(config: Mapping[str, Any], model_type: str = "") -> dict[str, Any]:
-    """A copy of ``config`` (a config's ``to_dict()``) made small by ``SCALARS``,
-    ``WIDTH_SUFFIX``, ``LISTS``, per-layer lists cut to the new layer count, its
-    sub-configs (a dict with a ``model_type``) shrunk the same way, then
-    ``OVERRIDES[model_type]``."""
+def shrink(
+    config: Mapping[str, Any], model_type: str = "", sizes: Sizes = SWEEP
+) -> dict[str, Any]:
+    """A copy of ``config`` (a config's ``to_dict()``) made small by
+    ``scalars(sizes)``, ``WIDTH_SUFFIX``, ``lists(sizes)``, per-layer lists cut to
+    the new layer count, its sub-configs (a dict with a ``model_type``) shrunk the
+    same way, then ``OVERRIDES[model_type]``."""
+    fields, per_stage = scalars(sizes), lists(sizes)
     small: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping) and "model_type" in value:
-            small[key] = shrink(value, str(value["model_type"]))
-        elif _is_int(value) and key in SCALARS and value > SCALARS[key]:
-            small[key] = SCALARS[key]
-        elif _is_int(value) and key.endswith(WIDTH_SUFFIX) and value > WIDTH:
-            small[key] = WIDTH
-        elif isinstance(value, list | tuple) and key in LISTS and value:
-            small[key] = LISTS[key](len(value))
+            small[key] = shrink(value, str(value["model_type"]), sizes)
+        elif _is_int(value) and key in fields and value > fields[key]:
+            small[key] = fields[key]
+        elif _is_int(value) and key.endswith(WIDTH_SUFFIX) and value > sizes.width:
+            small[key] = sizes.width
+        elif isinstance(value, list | tuple) and key in per_stage and value:
+            small[key] = per_stage[key](len(value))
         else:
             small[key] = value
+    for key in BACKBONE_STAGES:  # a backbone's stages named in the old depth
+        if small.get(key) is not None:
+            small[key] = None
     layers = {k: config[k] for k in LAYER_COUNTS if _is_int(config.get(k))}
     for key, value in small.items():
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -191,7 +247,11 @@ def shrink(config: Mapping[str, Any], model_type: str = "") -> dict[str, Any]:
                 if len(value) == old:
                     small[key] = value[: small[field]]
     for key, value in config.items():  # token ids inside the smaller vocabulary
-        if key.endswith("_token_id") and _is_int(value) and "vocab_size" in small:
+        if (
+            key.endswith("_token_id")
+            and _is_int(value)
+            and _is_int(small.get("vocab_size"))
+        ):
             small[key] = value % small["vocab_size"]
     small.update(OVERRIDES.get(model_type, {}))
     return small
@@ -263,12 +323,12 @@ class Built:
     output: str
 
 
-def small_config(model_type: str) -> Any:
-    """``model_type``'s default config, shrunk, with eager attention."""
+def small_config(model_type: str, sizes: Sizes = SWEEP) -> Any:
+    """``model_type``'s default config, shrunk to ``sizes``, with eager attention."""
     from transformers import AutoConfig
 
     default = AutoConfig.for_model(model_type)
-    config = type(default).from_dict(shrink(default.to_dict(), model_type))
+    config = type(default).from_dict(shrink(default.to_dict(), model_type, sizes))
     config._attn_implementation = "eager"
     return config
 
@@ -287,6 +347,9 @@ def build(model_type: str, class_name: str) -> Built:
     torch.manual_seed(SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # where the auto mapping lists several classes it picks by this field,
+        # which a default config leaves None (and transformers then fails)
+        config.architectures = [class_name]
         model = auto_class(model_type, class_name).from_config(config).eval()
     names, inputs = example_inputs(model, config)
     kwargs = {"return_dict": True}  # the cache left on: see ``build``'s docstring

@@ -11,8 +11,12 @@ compiles on a small machine, and its example inputs. ``qidao zoo``
   ``efficientnet``, ``regnet``, ``vit``, ``swin``;
 - text (``input_ids``, int64 1xS, output the last hidden state or the logits):
   ``bert``, ``gpt2``, ``llama``;
-- ``*-tiny``: a tiny ResNet and GPT-2 that compile in seconds, for the tests and a
-  quick check of the command (not in the default list).
+- 37 more architectures at ``transformers``' default configs, only the sizes
+  shrunk (``qidao/bench/zoo_archs.py``): text encoders, decoders, encoder-decoders
+  (with ``decoder_input_ids``), audio (``input_values``, ``input_features``) and
+  vision models;
+- ``*-tiny``: a tiny ResNet, GPT-2 and T5 that compile in seconds, for the tests
+  and a quick check of the command (not in the default list).
 
 Every model is wrapped in :class:`MainOutput`, which returns the one tensor that
 matters (``logits`` or ``last_hidden_state``) instead of a ``ModelOutput``, so the
@@ -36,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from qidao.bench.sweep_configs import small_config
+from qidao.bench.zoo_archs import ARCHS, INPUTS, ZOO_SIZES
 from qidao.examples.models import ONNX_OPSET
 
 SEED = 0
@@ -53,27 +59,49 @@ class ZooModel:
     model_class: str
     """The ``transformers`` class that the config builds, by name."""
     input_shape: tuple[int, ...]
-    """``pixel_values`` (float32) for a vision model, ``input_ids`` (int64) for text."""
+    """The main input's shape: ``pixel_values`` (float32) for a vision model,
+    ``input_ids`` (int64) for text, else ``main_input``'s."""
     output: str = "logits"
     """The field of the model's output that :class:`MainOutput` returns."""
     default: bool = True
     """Whether ``qidao zoo`` with no names runs it."""
+    main_input: str = ""
+    """The main input's name where it is neither ``input_ids`` nor
+    ``pixel_values``: ``input_values`` (raw audio, float32 1xT) or
+    ``input_features`` (a filter bank, float32)."""
+    decoder_seq: int = 0
+    """An encoder-decoder's ``decoder_input_ids`` length (0: no decoder input)."""
 
     @property
     def input_name(self) -> str:
-        return "input_ids" if self.is_text else "pixel_values"
+        """The main input's name."""
+        if self.main_input:
+            return self.main_input
+        return "input_ids" if len(self.input_shape) == 2 else "pixel_values"
+
+    @property
+    def input_names(self) -> list[str]:
+        """Every input's name, in the order the model is called with them."""
+        return [self.input_name, *(["decoder_input_ids"] if self.decoder_seq else [])]
 
     @property
     def is_text(self) -> bool:
-        return len(self.input_shape) == 2
+        return self.input_name == "input_ids"
 
     def inputs(self) -> list[np.ndarray[Any, Any]]:
-        """The example inputs as NumPy arrays (seed ``SEED``)."""
+        """The example inputs as NumPy arrays (seed ``SEED``): token ids below the
+        vocabulary size, else standard normal floats."""
         rng = np.random.default_rng(SEED)
+        vocab = getattr(self.config(), "vocab_size", 0)
+        inputs: list[np.ndarray[Any, Any]]
         if self.is_text:
-            vocab = self.config().vocab_size
-            return [rng.integers(0, vocab, self.input_shape, dtype=np.int64)]
-        return [rng.standard_normal(self.input_shape, dtype=np.float32)]
+            inputs = [rng.integers(0, vocab, self.input_shape, dtype=np.int64)]
+        else:
+            inputs = [rng.standard_normal(self.input_shape, dtype=np.float32)]
+        if self.decoder_seq:
+            shape = (self.input_shape[0], self.decoder_seq)
+            inputs.append(rng.integers(0, vocab, shape, dtype=np.int64))
+        return inputs
 
     def build(self) -> Any:
         """The model (a ``torch.nn.Module`` returning one tensor), in eval mode."""
@@ -112,6 +140,30 @@ def _config(kind: str, **fields: Any) -> Callable[[], Any]:
         return getattr(transformers, kind)(**fields)
 
     return make
+
+
+def _arch(name: str, model_type: str, model_class: str, kind: str) -> ZooModel:
+    """An architecture of ``zoo_archs.ARCHS``: ``transformers``' default config for
+    ``model_type`` shrunk to ``ZOO_SIZES``, eager attention."""
+    input_name, shape, decoder_seq = INPUTS[kind]
+    heads = model_class.endswith(("ForCausalLM", "ForImageClassification"))
+    s = ZOO_SIZES
+    if kind == "image":
+        size = f"stages {s.stages[0]}-{s.stages[1]} (or hidden {s.width}), {s.image}x{s.image}"
+    else:
+        size = f"hidden {s.width}, {s.heads} heads, {s.layers} layers"
+        size += f", input {'x'.join(map(str, shape[1:]))}"
+        size += f", decoder {decoder_seq}" if decoder_seq else ""
+    return ZooModel(
+        name,
+        f"{model_class} (transformers' defaults), {size}",
+        functools.partial(small_config, model_type, ZOO_SIZES),
+        model_class,
+        shape,
+        "logits" if heads else "last_hidden_state",
+        main_input="" if input_name in ("input_ids", "pixel_values") else input_name,
+        decoder_seq=decoder_seq,
+    )
 
 
 TEXT_ATTENTION = "eager"
@@ -292,9 +344,26 @@ ZOO: dict[str, ZooModel] = {
             16,
             default=False,
         ),
+        ZooModel(
+            "t5-tiny",
+            "T5 encoder-decoder at the sweep's sizes (hidden 32, 2 layers), "
+            "sequence 16, decoder 8 (tests)",
+            functools.partial(small_config, "t5"),
+            "T5Model",
+            (1, 16),
+            "last_hidden_state",
+            default=False,
+            decoder_seq=8,
+        ),
     )
 }
-"""Every zoo model by name: the full zoo first, then the tiny ones."""
+ZOO = {
+    **{k: m for k, m in ZOO.items() if m.default},
+    **{name: _arch(name, *spec) for name, *spec in ARCHS},
+    **{k: m for k, m in ZOO.items() if not m.default},
+}
+"""Every zoo model by name: the hand-written models, the architectures at
+``transformers``' defaults (``qidao/bench/zoo_archs.py``), then the tiny ones."""
 
 DEFAULT_MODELS = tuple(name for name, m in ZOO.items() if m.default)
 """What ``qidao zoo`` runs with no names: every model but the tiny ones."""
@@ -316,16 +385,19 @@ def _main_output_class() -> type[Any]:
     import torch
 
     class MainOutput(torch.nn.Module):
-        """``model(**{input_name: x})[output]``: one tensor in, one tensor out."""
+        """``model(**dict(zip(input_names, inputs)))[output]``: one tensor out."""
 
-        def __init__(self, model: torch.nn.Module, input_name: str, output: str):
+        def __init__(
+            self, model: torch.nn.Module, input_names: list[str], output: str
+        ) -> None:
             super().__init__()
             self.model = model
-            self.input_name = input_name
+            self.input_names = input_names
             self.output = output
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out = self.model(**{self.input_name: x}, return_dict=True)
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            feed = dict(zip(self.input_names, inputs, strict=True))
+            out = self.model(**feed, return_dict=True)
             return out[self.output]  # type: ignore[no-any-return]
 
     return MainOutput
@@ -340,7 +412,7 @@ def _build(model: ZooModel) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         net = getattr(transformers, model.model_class)(model.config())
-    wrapped = _main_output_class()(net, model.input_name, model.output)
+    wrapped = _main_output_class()(net, model.input_names, model.output)
     _calibrate_batch_norms(wrapped, model.inputs())
     return wrapped.eval()
 
@@ -386,13 +458,15 @@ def reference(model: ZooModel, inputs: list[np.ndarray[Any, Any]]) -> Any:
 
 
 def onnx_path(model: ZooModel) -> Path:
-    """``model`` as an ONNX file (input ``model.input_name``, output ``y``), exported
+    """``model`` as an ONNX file (inputs ``model.input_names``, output ``y``), exported
     once into the temp dir and reused while the model (its parameters, structure,
     input shape) and torch's version are unchanged."""
     import torch
 
     net = model.build()
-    digest = hashlib.sha256(f"{net}|{model.input_shape}|{torch.__version__}".encode())
+    inputs = model.inputs()
+    shapes = [a.shape for a in inputs]
+    digest = hashlib.sha256(f"{net}|{shapes}|{torch.__version__}".encode())
     for tensor in net.state_dict().values():
         digest.update(tensor.detach().contiguous().numpy().tobytes())
     folder = Path(tempfile.gettempdir()) / "qidao-zoo"
@@ -404,11 +478,11 @@ def onnx_path(model: ZooModel) -> Path:
             warnings.simplefilter("ignore")  # the exporter's deprecation notices
             torch.onnx.export(
                 net,
-                tuple(torch.from_numpy(a) for a in model.inputs()),
+                tuple(torch.from_numpy(a) for a in inputs),
                 str(partial),
                 dynamo=False,
                 opset_version=ONNX_OPSET,
-                input_names=[model.input_name],
+                input_names=model.input_names,
                 output_names=["y"],
             )
         partial.replace(path)  # atomic: a concurrent reader sees all or nothing

@@ -9,6 +9,7 @@
     qidao profile MODEL --threads 1 # the median time of every kernel, largest first
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
     qidao bench sweep --only bert   # transformers architectures: ORT, qidao, torch.compile
+    qidao bench quant cnn bert      # int8 and fp32, qidao vs ONNX Runtime, 1 thread
     qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
     qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
@@ -46,6 +47,7 @@ from qidao.tools.explain_command import add_explain_parser
 from qidao.tools.fuzz import add_fuzz_parser
 from qidao.tools.inputs import load_inputs
 from qidao.tools.pipeline_command import add_pipeline_parser
+from qidao.tools.quant_command import cmd_bench_quant
 from qidao.tools.sweep_command import add_sweep_arguments, cmd_bench_sweep
 from qidao.tools.tune import add_tune_parser
 
@@ -226,6 +228,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_checkpoint(args)
     if args.workloads[:1] == ["sweep"]:  # qidao bench sweep: qidao/bench/sweep.py
         return cmd_bench_sweep(args)
+    if args.workloads[:1] == ["quant"]:  # qidao bench quant: qidao/bench/quant.py
+        return cmd_bench_quant(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
     ]

@@ -84,6 +84,42 @@ def test_sub_configs_are_shrunk() -> None:
     assert small["vision_config"]["image_size"] == SCALARS["image_size"]
 
 
+def test_the_zoo_sizes_shrink_by_the_same_rules() -> None:
+    from qidao.bench.zoo_archs import ZOO_SIZES
+
+    small = shrink(transformers.BertConfig().to_dict(), "bert", ZOO_SIZES)
+    assert small["hidden_size"] == ZOO_SIZES.width == 256
+    assert small["intermediate_size"] == 2 * ZOO_SIZES.width
+    assert small["vocab_size"] == ZOO_SIZES.vocab
+    regnet = shrink(transformers.RegNetConfig().to_dict(), "regnet", ZOO_SIZES)
+    assert regnet["hidden_sizes"] == [32, 64, 128, 256]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "class_name"),
+    [
+        ("gptj", "GPTJForCausalLM"),  # rotary_dim 64 > the head size
+        ("beit", "BeitForImageClassification"),  # out_features names stage12
+        ("deit", "DeiTForImageClassification"),  # two classes, no architectures
+        ("levit", "LevitForImageClassification"),  # a 16x stem whatever patch_size
+        ("bit", "BitForImageClassification"),  # 32 groups over 4 channels
+        ("pvt", "PvtForImageClassification"),  # a list of head counts
+        ("esm", "EsmModel"),  # no default vocabulary
+        ("mobilebert", "MobileBertModel"),  # bottleneck widths
+    ],
+)
+def test_architectures_the_plain_rules_broke_build(
+    model_type: str, class_name: str
+) -> None:
+    built = build(model_type, class_name)
+    import torch
+
+    with torch.no_grad():
+        out = built.net(*map(torch.from_numpy, built.inputs))
+    assert torch.isfinite(out).all()
+    assert sum(p.numel() for p in built.net.parameters()) < 2_000_000
+
+
 def test_the_classes_come_from_the_auto_mappings() -> None:
     found = architectures()
     assert found["vit"] == "ViTForImageClassification"
@@ -179,6 +215,16 @@ def test_the_summary_counts_against_what_ort_runs() -> None:
     assert refusals[2].split() == ["1", "Tile"]
     assert "torch.compile: 1 of 3 whole in qidao" in text
     assert "build failed: ValueError: no example input" in text
+    assert "differs" not in text
+
+
+def test_a_model_where_ort_differs_from_eager_is_left_out() -> None:
+    rows = [*_rows(), SweepRow("vit_mae", "ViTMAEModel", export="ok", ort="differs")]
+    text = summarize(rows)
+    assert "6 architecture(s): 5 built and exported, ONNX Runtime ran 4" in text
+    assert "qidao ONNX: 2 of the 4 that ONNX Runtime runs (50%)" in text
+    assert "ONNX Runtime differs from eager on 1, left out" in text
+    assert text.splitlines()[1].endswith(": vit_mae")
 
 
 def test_the_csv_streams_rows_and_reads_back(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ config.test_format = lit.formats.ShTest()  # noqa: F821
 config.suffixes = [".mlir"]  # noqa: F821
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 config.environment["PATH"] = os.environ["PATH"]  # noqa: F821
+# the IR tests compile small models: never into the user's compile cache
+config.environment["QIDAO_CACHE"] = "off"  # noqa: F821
 for tool in ("qidao-opt", "filecheck"):
     if shutil.which(tool) is None:
         raise RuntimeError(

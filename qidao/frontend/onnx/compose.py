@@ -597,8 +597,9 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
     """Padding in mode ``constant``, ``edge``, ``reflect`` or ``wrap``. ``pads``
     ([begins..., ends...]) and ``value`` are attributes before opset 11; from 11
     ``pads`` is input #1 and ``constant_value`` input #2, and from 18 ``axes`` input
-    #3. ``pads`` and ``axes`` must be constants; negative pads are refused, and so
-    are, as ONNX Runtime refuses them, a ``reflect`` pad of the axis size or more
+    #3. ``pads`` and ``axes`` must be constants; a negative pad removes elements
+    (the input is cropped first, then padded, as ONNX Runtime does). Refused, as
+    ONNX Runtime refuses them, are a ``reflect`` pad of the axis size or more
     (a reflection repeats no border element, so it takes at most ``n - 1``) and an
     ``edge``, ``reflect`` or ``wrap`` pad of an empty axis. The padded tensor and
     each index table are checked against qidao's tensor limit before NumPy makes
@@ -632,11 +633,12 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
     axes = list(range(x.rank)) if axes is None else _normalized(node, axes, x.rank)
     if len(pads) != 2 * len(axes):
         raise node.error(f"pads {pads} must have 2 values per axis of {axes}")
-    if any(p < 0 for p in pads):
-        raise node.error(f"negative pads {pads} (cropping) are not supported")
     low, high = [0] * x.rank, [0] * x.rank
     for k, axis in enumerate(axes):
         low[axis], high[axis] = pads[k], pads[len(axes) + k]
+    if any(p < 0 for p in pads):  # crop first, then pad (as ONNX Runtime does)
+        x = _crop(g, node, x, low, high)
+        low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
     padded = [n + lo + hi for n, lo, hi in zip(x.shape, low, high, strict=True)]
     check_tensor(node.label, padded, np.dtype(x.dtype).itemsize)
     if mode != "constant":
@@ -668,6 +670,20 @@ def _pad(im: Importer, node: Node) -> list[Value | Array]:
             indices = np.pad(np.arange(n), (low[axis], high[axis]), _PAD_MODES[mode])
         y = g.gather(y, indices, axis)
     return [y]
+
+
+def _crop(g: Graph, node: Node, x: Value, low: list[int], high: list[int]) -> Value:
+    """``x`` less ``-p`` elements at each side with a negative pad ``p`` (a pad
+    that removes more than the axis holds is an error)."""
+    starts = [max(-lo, 0) for lo in low]
+    stops = [n - max(-hi, 0) for n, hi in zip(x.shape, high, strict=True)]
+    for axis, (start, stop) in enumerate(zip(starts, stops, strict=True)):
+        if start > stop:
+            raise node.error(
+                f"pads {low[axis]} before and {high[axis]} after remove more than "
+                f"the {x.shape[axis]} elements of axis {axis}"
+            )
+    return g.slice(x, starts, stops)
 
 
 def _check_copied_pads(

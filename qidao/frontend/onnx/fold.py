@@ -303,7 +303,10 @@ def _cast(node: Node, args: list[Array | None]) -> list[Array]:
         limit = ml_dtypes.finfo(dtype).max
         with np.errstate(invalid="ignore"):
             return [np.clip(x.astype(np.float64), -limit, limit).astype(dtype)]
-    return [x.astype(dtype)]
+    # NaN or an infinity to an integer is undefined in ONNX (NumPy gives the
+    # type's minimum, quietly here): T5's position buckets cast log(0) and mask it
+    with np.errstate(invalid="ignore"):
+        return [x.astype(dtype)]
 
 
 # ---- shape and indexing -----------------------------------------------------------

@@ -554,8 +554,45 @@ def _global_lp_pool(im: Importer, node: Node) -> list[Value | Array]:
 
 @converter("BatchNormalization")
 def _batch_norm(im: Importer, node: Node) -> list[Value | Array]:
-    _reject(node, "training_mode", "only inference batch normalization")
+    """Inference: one ``tg.batch_norm`` with the running statistics. Training
+    (``training_mode=1``, opset 14): :func:`_batch_norm_training`."""
     x = im.input(node, 0)
     scale, bias, mean, var = (im.input(node, k) for k in range(1, 5))
     epsilon = float(node.attr("epsilon", 1e-5))
+    if node.attr("training_mode", 0):
+        return _batch_norm_training(im, node, x, scale, bias, mean, var, epsilon)
     return [im.graph.batch_norm(x, scale, bias, mean, var, epsilon)]
+
+
+def _batch_norm_training(
+    im: Importer,
+    node: Node,
+    x: Value,
+    scale: Value,
+    bias: Value,
+    mean: Value,
+    var: Value,
+    epsilon: float,
+) -> list[Value | Array]:
+    """Normalized by the batch's own mean and (population) variance over every
+    axis but the channels (1); the optional outputs #1 and #2 are the running
+    statistics ``running * momentum + batch * (1 - momentum)`` (ONNX's reference;
+    BiT's weight standardization is such a batch norm over a weight)."""
+    g = im.graph
+    if x.rank < 2:
+        raise node.error(f"expects an input of rank >= 2, got {list(x.shape)}")
+    axes = [0, *range(2, x.rank)]
+    channels = [1, x.shape[1], *([1] * (x.rank - 2))]
+    batch_mean = g.reduce_mean(x, axes, keepdims=True)
+    centered = x - batch_mean
+    batch_var = g.reduce_mean(centered * centered, axes, keepdims=True)
+    y = centered / g.sqrt(batch_var + epsilon)
+    y = y * g.reshape(scale, channels) + g.reshape(bias, channels)
+    outputs: list[Value | Array] = [y]
+    wanted = [str(o) for o in node.proto.output]
+    if len(wanted) > 1 and any(wanted[1:]):
+        momentum = float(node.attr("momentum", 0.9))
+        for running, batch in ((mean, batch_mean), (var, batch_var)):
+            current = g.reshape(batch, [x.shape[1]])
+            outputs.append(running * momentum + current * (1.0 - momentum))
+    return outputs

@@ -83,9 +83,10 @@ def is_anchor(op: Operation) -> bool:
 
 def is_layout_agnostic(op: Operation) -> bool:
     """An op that computes the same in either layout once its operands are permuted:
-    a rank-4 elementwise op, an NCHW rank-4 batch norm, a rank-4 pad, or a
+    a rank-4 elementwise op (``tg.select`` among them: ONNX's Clip is two), an NCHW
+    rank-4 batch norm, a rank-4 pad, or a
     ``keepdims`` reduction of a rank-4 tensor (its axes permute with the rest)."""
-    if isinstance(op, tg.UnaryElementwiseOp | tg.BinaryElementwiseOp):
+    if isinstance(op, tg.UnaryElementwiseOp | tg.BinaryElementwiseOp | tg.SelectOp):
         return len(shape_of(op.results[0].type)) == 4
     if isinstance(op, tg.BatchNormOp):
         return op.data_layout() == NCHW and len(shape_of(op.input.type)) == 4

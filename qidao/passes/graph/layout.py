@@ -54,7 +54,7 @@ converted only when it holds a convolution.
 Rules:
 - A **chain** is a maximal producer→consumer-connected set of NCHW convolutions and
   pools that prefer NHWC and of layout-agnostic ops between them: rank-4
-  elementwise ops, rank-4 batch norms, rank-4 pads (the amounts and value of any
+  elementwise ops (`tg.select` too), rank-4 batch norms, rank-4 pads (the amounts and value of any
   dims, permuted: ONNX exports pad before depthwise convolutions) and
   ``reduce_sum``/``reduce_mean``/``reduce_max`` with ``keepdims`` over any axes,
   moved to their NHWC places (global pools ``[2, 3]`` -> ``[1, 2]``, squeeze-and-
@@ -434,14 +434,16 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
     if isinstance(old, tg.ReduceOp):  # keepdims: the same axes, in NHWC positions
         axes = sorted(TO_NHWC.index(a) for a in old.reduced_axes())
         return type(old)(operand(old.input, "data"), axes, keepdims=True)
+    full = shape_of(old.results[0].type)
+
+    def role(value: SSAValue) -> str:
+        return "data" if shape_of(value.type) == full else "broadcast"
+
     if isinstance(old, tg.BinaryElementwiseOp):
-        full = shape_of(old.results[0].type)
-
-        def role(value: SSAValue) -> str:
-            return "data" if shape_of(value.type) == full else "broadcast"
-
         lhs, rhs = operand(old.lhs, role(old.lhs)), operand(old.rhs, role(old.rhs))
         return type(old)(lhs, rhs)
+    if isinstance(old, tg.SelectOp):
+        return tg.SelectOp(*(operand(v, role(v)) for v in old.operands))
     assert isinstance(old, tg.UnaryElementwiseOp), old.name
     return type(old)(operand(old.input, "data"))
 

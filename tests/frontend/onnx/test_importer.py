@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
+import qidao
 from qidao.dialects import tg
 from qidao.frontend.errors import OnnxImportError, UnsupportedOpsError
 from qidao.frontend.onnx import SUPPORTED_OPS, import_onnx
@@ -842,7 +843,12 @@ def test_unsupported_attributes_are_named(node: Any, match: str) -> None:
         import_onnx(model)
 
 
-def test_batchnorm_training_mode_rejected() -> None:
+def test_batchnorm_training_mode_uses_the_batch_statistics() -> None:
+    """Normalized by the batch's mean and population variance over N, H, W; the
+    running statistics move by ``1 - momentum`` towards them (ONNX's reference)."""
+    rng = np.random.default_rng(3)
+    params = {n: rng.standard_normal(3).astype(np.float32) for n in "sbm"}
+    params["v"] = rng.uniform(0.5, 2.0, 3).astype(np.float32)
     model = make_model(
         [
             helper.make_node(
@@ -850,14 +856,23 @@ def test_batchnorm_training_mode_rejected() -> None:
                 ["x", "s", "b", "m", "v"],
                 ["y", "running_mean", "running_var"],
                 training_mode=1,
+                momentum=0.8,
+                epsilon=1e-3,
             )
         ],
-        {"x": [1, 2, 2, 2]},
-        {"y": [1, 2, 2, 2]},
-        {n: np.ones(2, np.float32) for n in "sbmv"},
+        {"x": [2, 3, 4, 5]},
+        {"y": [2, 3, 4, 5], "running_mean": [3], "running_var": [3]},
+        params,
+        opset=15,
     )
-    with pytest.raises(OnnxImportError, match="training_mode=1"):
-        import_onnx(model)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float64)
+    y, mean, var = qidao.compile(model)(x.astype(np.float32))
+    mu, sigma2 = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    c = (slice(None), None, None)
+    want = (x - mu[c]) / np.sqrt(sigma2[c] + 1e-3) * params["s"][c] + params["b"][c]
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(mean, params["m"] * 0.8 + mu * 0.2, rtol=1e-5)
+    np.testing.assert_allclose(var, params["v"] * 0.8 + sigma2 * 0.2, rtol=1e-5)
 
 
 def test_shape_error_names_the_node() -> None:

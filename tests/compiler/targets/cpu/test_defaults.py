@@ -13,7 +13,12 @@ import qidao
 from qidao.compiler.defaults import is_lone_reduction, kind_of
 from qidao.compiler.schedule import IllegalScheduleError, Schedule
 from qidao.compiler.targets.cpu import defaults
-from qidao.compiler.targets.cpu.defaults.matmul import PACK_MIN_ROWS
+from qidao.compiler.targets.cpu.defaults.matmul import (
+    ONE_TILE_ROWS,
+    PACK_MIN_K,
+    PACK_MIN_N,
+    PACK_MIN_ROWS,
+)
 from qidao.dialects.tg import TG
 from qidao.frontend.builder import Graph
 
@@ -112,14 +117,26 @@ def test_the_ops_declared_kinds_give_the_named_rule() -> None:
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(
     ("m", "k", "n"),
-    [(64, 64, 64), (96, 40, 128), (72, 33, 48), (100, 64, 96), (256, 24, 64)],
+    [
+        (64, 64, 64),
+        (96, 40, 128),
+        (72, 33, 48),
+        (100, 64, 96),
+        (256, 24, 64),
+        (24, 300, 64),  # K > PACK_MIN_K: packed
+        (16, 8, 1024),  # N >= PACK_MIN_N: packed
+        (8, 300, 1024),  # one row tile: B is read once, in place
+    ],
 )
 def test_matmul_default_matches_numpy(m: int, k: int, n: int, threads: int) -> None:
-    """B is packed from 256 rows on (PACK_MIN_ROWS); fewer rows read it in place."""
+    """B is packed from 256 rows on (PACK_MIN_ROWS), or with more than one row tile
+    when K > PACK_MIN_K or N >= PACK_MIN_N; otherwise read in place."""
     compiled = qidao.compile(matmul_graph(m, k, n), threads=threads)
     report = compiled.stats["default_schedule"]["main_k0_matmul"]
     assert report.startswith("matmul: "), report
-    packed = m >= PACK_MIN_ROWS
+    packed = m >= PACK_MIN_ROWS or (
+        m > ONE_TILE_ROWS and (k > PACK_MIN_K or n >= PACK_MIN_N)
+    )
     assert "register tile" in report and ("w packed in" in report) == packed
     trace = compiled.stats["schedule"]
     assert 's.cache_write("main_k0_matmul", "i_o")' in trace

@@ -285,3 +285,34 @@ func.func @computed_weight(%x: tensor<1x8x6x6xf32>, %w: tensor<8x8x3x3xf32>, %z:
   %y = tg.conv2d %x, %ws strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
   func.return %y : tensor<1x8x6x6xf32>
 }
+
+// ONNX's Clip is two selects (NaN passes through): a select between two
+// convolutions stays in the chain, its condition and values permuted with it,
+// a scalar operand as it is; no transpose between the convolutions.
+// CHECK-LABEL: func.func @conv_clip_conv
+// CHECK:         %[[C1:.*]] = tg.conv2d %x_nhwc, {{.*}} layout = "NHWC"
+// CHECK-NEXT:    %[[GE:.*]] = tg.greater_equal %[[C1]], %lo : (tensor<1x6x6x8xf32>, tensor<f32>) -> tensor<1x6x6x8xi1>
+// CHECK-NEXT:    %[[M:.*]] = tg.max %[[C1]], %lo : (tensor<1x6x6x8xf32>, tensor<f32>) -> tensor<1x6x6x8xf32>
+// CHECK-NEXT:    %[[S:.*]] = tg.select %[[GE]], %[[C1]], %[[M]] : (tensor<1x6x6x8xi1>, tensor<1x6x6x8xf32>, tensor<1x6x6x8xf32>) -> tensor<1x6x6x8xf32>
+// CHECK-NEXT:    %[[Z:.*]] = tg.select %[[GE]], %[[S]], %lo : (tensor<1x6x6x8xi1>, tensor<1x6x6x8xf32>, tensor<f32>) -> tensor<1x6x6x8xf32>
+// CHECK-NEXT:    %[[C2:.*]] = tg.conv2d %[[Z]], {{.*}} layout = "NHWC"
+// CHECK-NEXT:    tg.transpose %[[C2]] perm = [0, 3, 1, 2]
+func.func @conv_clip_conv(%x: tensor<1x8x6x6xf32>, %w1: tensor<8x8x3x3xf32>, %w2: tensor<8x8x3x3xf32>, %lo: tensor<f32>) -> tensor<1x8x6x6xf32> {
+  %0 = tg.conv2d %x, %w1 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %ge = tg.greater_equal %0, %lo : (tensor<1x8x6x6xf32>, tensor<f32>) -> tensor<1x8x6x6xi1>
+  %m = tg.max %0, %lo : (tensor<1x8x6x6xf32>, tensor<f32>) -> tensor<1x8x6x6xf32>
+  %s = tg.select %ge, %0, %m : (tensor<1x8x6x6xi1>, tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  %z = tg.select %ge, %s, %lo : (tensor<1x8x6x6xi1>, tensor<1x8x6x6xf32>, tensor<f32>) -> tensor<1x8x6x6xf32>
+  %1 = tg.conv2d %z, %w2 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  func.return %1 : tensor<1x8x6x6xf32>
+}
+
+// A select whose result is not rank 4 is no chain op: the chain ends before it.
+// CHECK-LABEL: func.func @select_of_rank_3_stays
+// CHECK:         tg.select %c, %{{.*}}, %{{.*}} : (tensor<8x6x6xi1>, tensor<8x6x6xf32>, tensor<8x6x6xf32>) -> tensor<8x6x6xf32>
+func.func @select_of_rank_3_stays(%x: tensor<1x8x6x6xf32>, %w: tensor<8x8x3x3xf32>, %c: tensor<8x6x6xi1>, %o: tensor<8x6x6xf32>) -> tensor<8x6x6xf32> {
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %1 = tg.reshape %0 : tensor<1x8x6x6xf32> -> tensor<8x6x6xf32>
+  %2 = tg.select %c, %1, %o : (tensor<8x6x6xi1>, tensor<8x6x6xf32>, tensor<8x6x6xf32>) -> tensor<8x6x6xf32>
+  func.return %2 : tensor<8x6x6xf32>
+}

@@ -18,8 +18,9 @@ conv2d        a register tile of output pixels x output channels (``conv.py``);
 rows          softmax, layer norm, reductions over the last axis: the passes over
               a row vectorized (reductions 64 lanes wide: four accumulators), the
               row loop parallel when ``threads > 1`` and the work pays (``rows.py``)
-elementwise   the outermost loop parallel when ``threads > 1`` and the work pays
-              for the threads; LLVM vectorizes the inner loop as it is
+elementwise   a read down a column (a transposing copy) walked in 64 x 64 tiles
+              (``transpose.py``); the outermost loop parallel when ``threads > 1``
+              and the work pays for the threads; LLVM vectorizes the inner loop
 pool          NHWC max/avg pools: the channel loops vectorized, the output rows
               parallel when the work pays (``pool.py``)
 reduce        reductions that keep the last axis innermost (NHWC global and SE

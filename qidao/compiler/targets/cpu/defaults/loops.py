@@ -24,6 +24,10 @@ from xdsl.ir import Operation
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cpu.defaults.rows import vectorize_row_passes
+from qidao.compiler.targets.cpu.defaults.transpose import (
+    TooShortToTile,
+    tile_transposed,
+)
 from qidao.passes.schedule.loops.nest import kernel_functions, kernel_loops, loop_name
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -54,8 +58,22 @@ def parallel_outer(
 
 
 def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
-    """The outermost loop with enough iterations parallel, when the work pays."""
-    return parallel_outer(s, kernel, threads, _busiest_path(s, kernel), 1)
+    """A transposed read cache-blocked (``transpose.py``), then the outermost loop
+    with enough iterations parallel, when the work pays."""
+    done: list[str] = []
+    short = ""  # a transposed read left untiled: said when nothing else applies
+    try:
+        done.append(tile_transposed(s, kernel))
+    except TooShortToTile as why:
+        short = f"{why}; "
+    except NotApplicable:
+        pass
+    try:
+        done.append(parallel_outer(s, kernel, threads, _busiest_path(s, kernel), 1))
+    except NotApplicable as why:
+        if not done:
+            raise NotApplicable(f"{short}{why}") from None
+    return "; ".join(done)
 
 
 def _busiest_path(s: Schedule, kernel: str) -> list[str]:

@@ -84,6 +84,16 @@ sets): 1024^3 108 -> 99, 256x1024x1024 106 -> 100, 256x256x2048 105 -> 97. (For
 one row tile the copy only doubled the traffic: 8x768 @ 768x1000, 196 -> 122 µs.)
 The panel must also fit ``cache-read``'s limit.
 
+On a faster core (AVX-512, peak 214 GFLOP/s measured, 2026-12-06) the unpacked
+panel lost wherever it outgrew L1 or its rows fell a page or more apart, the
+language models' heads above all (one thread, medians, GFLOP/s, unpacked ->
+packed): 128x768x8192 (OPT's head) 39 -> 122, 128x3072x256 (DistilBERT's
+feed-forward down) 58 -> 126, 128x256x8192 118 -> 142, 32x256x1024 125 -> 141,
+64x768x768 117 -> 126, 16x768x768 73 -> 78, 128x256x768 141 -> 162; and even
+where it fits (64x256x256 141 -> 132, 128x64x128 86 -> 89, 197x768x192 152 ->
+150). So B is also packed, when C has more than one row tile, for K >
+``PACK_MIN_K`` or N >= ``PACK_MIN_N``.
+
 One row (M = 1, a classifier head at batch 1, N ragged) is a GEMV: B is read once
 whatever the schedule, and a 1 x 32 tile has two accumulators, each fma waiting
 on the one before. ``k`` is split by 4 (2 when 4 does not divide K, not at all when
@@ -154,6 +164,11 @@ GEMV_UNROLL = (4, 2)
 PACK_MIN_ROWS = 256
 """B is packed when at least this many rows (32 row tiles) read each panel (module
 docstring)."""
+PACK_MIN_K = 256
+"""B is packed, with more than one row tile, when K is larger than this: its
+32-column panel (K x 128 bytes) no longer fits L1 (module docstring)."""
+PACK_MIN_N = 1024
+"""... or when N is at least this: B's rows are 4 KiB or more apart."""
 PACK_MAX_ELEMENTS = 1 << 18
 """``cache-read``'s limit on a packed box (1 MiB of f32, on the stack)."""
 MIN_FLOPS = 2 * 32**3
@@ -205,6 +220,9 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     # a panel is copied on every call: worth it only when many row tiles read it,
     # or when the copy is what makes a transposed B contiguous
     reused = m >= PACK_MIN_ROWS or not rows_contiguous
+    # a panel larger than L1, or rows a page or more apart: packed once per call
+    # it beats re-reading it from L2 through the TLB for every row tile
+    reused |= m > ONE_TILE_ROWS and (k > PACK_MIN_K or n >= PACK_MIN_N)
     if rhs is not None and reused and k * tile_j <= PACK_MAX_ELEMENTS:
         s.cache_read(kernel, "j_o", rhs)
         done.insert(0, f"{rhs} packed in {k}x{tile_j} panels")
