@@ -704,6 +704,10 @@ def check_plot_path(path: Path) -> None:
     _pyplot()
 
 
+LABELLED_MODELS = 16
+"""Up to this many models, each bar is labelled with its value (the CSV has them)."""
+
+
 def plot_ratios(rows: Sequence[ZooRow], path: Path) -> None:
     """Bars of ORT/qidao and eager/qidao per model, one per thread count, on a log
     scale; a failed model is marked ``failed``."""
@@ -721,14 +725,18 @@ def plot_ratios(rows: Sequence[ZooRow], path: Path) -> None:
         )
         for t in threads
     ]
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(models) + 2), 4.5))
+    many = len(models) > LABELLED_MODELS  # the whole zoo: no value on each bar
+    per_model = 0.3 * len(series) if many else 1.1
+    fig, ax = plt.subplots(figsize=(max(7.0, per_model * len(models) + 2), 4.5))
     width = 0.8 / len(series)
     for k, (label, t, get) in enumerate(series):
         xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(models))]
         ys = [get(by_key[(m, t)]) if (m, t) in by_key else math.nan for m in models]
         ys = [y if math.isfinite(y) else 0.0 for y in ys]
         bars = ax.bar(xs, ys, width, label=label)
-        ax.bar_label(bars, labels=[f"{y:.2g}x" if y else "" for y in ys], fontsize=6)
+        if not many:
+            labels = [f"{y:.2g}x" if y else "" for y in ys]
+            ax.bar_label(bars, labels=labels, fontsize=6)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
@@ -737,7 +745,9 @@ def plot_ratios(rows: Sequence[ZooRow], path: Path) -> None:
     for i, m in enumerate(models):
         if any(r.errors for r in rows if r.model == m):
             ax.text(i, 1.0, "failed", ha="center", va="bottom", color="red", size=8)
-    ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
+    ax.set_xticks(range(len(models)), models, rotation=60 if many else 30, ha="right")
+    ax.set_xlim(-0.6, len(models) - 0.4)
+    ax.grid(axis="y", which="major", linewidth=0.3)
     ax.set_ylabel("time / qidao's time (above 1: qidao is faster)")
     ax.set_title("qidao zoo: ONNX Runtime and PyTorch eager over qidao, medians")
     ax.legend(fontsize=7)

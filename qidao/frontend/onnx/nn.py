@@ -109,11 +109,6 @@ def _spatial_rank(node: Node, x: Value) -> int:
     return rank
 
 
-def _reject(node: Node, attr: str, message: str) -> None:
-    if node.attr(attr, 0):
-        raise node.error(f"{attr}={node.attr(attr)} is not supported yet ({message})")
-
-
 @converter("Conv")
 def _conv(im: Importer, node: Node) -> list[Value | Array]:
     """Convolution of ``[N, C, *spatial]`` with 1, 2 or 3 spatial axes: one
