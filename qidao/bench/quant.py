@@ -87,7 +87,7 @@ from qidao.bench.quant_models import (
 from qidao.bench.workloads import _onnxruntime_session, time_calls
 from qidao.bench.zoo import RTOL, Mismatch, describe
 from qidao.bench.zoo_models import get_model, onnx_path, reference
-from qidao.runtime.worker import run_once, serve
+from qidao.runtime.worker import run_once_data, serve
 
 WORKER = "qidao.bench.quant"
 """The module whose worker runs one quant job."""
@@ -365,12 +365,7 @@ def run_job(
         "min_time": min_time,
         "max_runs": max_runs,
     }
-    answer = run_once(WORKER, request, threads=threads, timeout=timeout)
-    if answer.status == "timeout":
-        return Job(name, job, threads, error=f"timed out after {timeout:g} s")
-    if answer.status == "crash":
-        return Job(name, job, threads, error=f"crashed: {answer.error}")
-    data = {k: v for k, v in answer.data.items() if k not in ("status", "id")}
+    data = run_once_data(WORKER, request, threads=threads, timeout=timeout)
     return Job(name, job, threads, **data)
 
 

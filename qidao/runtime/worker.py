@@ -185,6 +185,19 @@ def run_once(
         return worker.ask(request, timeout)
 
 
+def run_once_data(
+    module: str, request: dict[str, Any], *, threads: int, timeout: float
+) -> dict[str, Any]:
+    """:func:`run_once`'s answer as the handler's dict (less ``status`` and
+    ``id``), a timeout or a crash as ``{"error": ...}`` saying which."""
+    answer = run_once(module, request, threads=threads, timeout=timeout)
+    if answer.status == "timeout":
+        return {"error": f"timed out after {timeout:g} s"}
+    if answer.status == "crash":
+        return {"error": f"crashed: {answer.error}"}
+    return {k: v for k, v in answer.data.items() if k not in ("status", "id")}
+
+
 def serve(
     handle: Callable[[dict[str, Any]], dict[str, Any]],
     warm: Callable[[], Any] | None = None,
