@@ -113,6 +113,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
             _graph("simplify"),
             _graph("collapse-unary"),
             _graph("cse"),
+            _graph("pack-vnni", when="vnni"),
             _graph("layout"),
             Step("select-conv-algo", graph_only=True, options=("algo", "threads")),
             Step("materialize-padding"),
@@ -420,6 +421,7 @@ _WHEN_SHOWN = {
     "optimizer": "optimizer=...",
     "checkpoint": "checkpoint=...",
     "update_in_place": "optimizer=...` on the CPU, `update_in_place=True",
+    "vnni": "vnni=None` (the default) on a CPU with AVX-512 VNNI, or `vnni=True",
 }
 """How the stage table shows a ``when`` option that is not a flag."""
 

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from xdsl.ir import Dialect
 
 from qidao.dialects.lexer import fix_string_literal_regex
+from qidao.dialects.purity import fix_extsi_purity
 
 fix_string_literal_regex()  # xDSL's string literal regex backtracks exponentially
+fix_extsi_purity()  # xDSL's arith.extsi lacks the Pure trait
 
 
 def all_dialects() -> dict[str, Callable[[], Dialect]]:
@@ -19,4 +21,9 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return TG
 
-    return {"tg": tg}
+    def x86vector() -> Dialect:
+        from qidao.dialects.x86vector import X86Vector
+
+        return X86Vector
+
+    return {"tg": tg, "x86vector": x86vector}

@@ -547,6 +547,16 @@ class Graph:
             return self._narrowed(self.matmul(self._widened(a), self._widened(b)), a)
         return self._emit("matmul", lambda: tg.MatmulOp(a.ssa, b.ssa), a, b)
 
+    def matmul_integer(
+        self, lhs: Value | npt.NDArray[Any], rhs: Value | npt.NDArray[Any]
+    ) -> Value:
+        """The int32 matrix product of 8-bit integers (``int8``/``uint8``; NumPy
+        ``matmul`` shapes), wrapping on overflow: ``tg.matmul_integer``."""
+        a, b = self._operands(lhs, rhs)
+        return self._emit(
+            "matmul_integer", lambda: tg.MatmulIntegerOp(a.ssa, b.ssa), a, b
+        )
+
     def conv2d(
         self,
         x: Value,

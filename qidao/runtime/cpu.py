@@ -243,6 +243,11 @@ def host_cpu() -> tuple[str, str]:
     return str(llvm.get_host_cpu_name()), str(llvm.get_host_cpu_features().flatten())
 
 
+def host_has(feature: str) -> bool:
+    """Whether the host CPU has ``feature`` (LLVM's name: ``avx512vnni``)."""
+    return f"+{feature}" in host_cpu()[1].split(",")
+
+
 def _target_machine(opt_level: int) -> llvm.TargetMachine:
     cpu, features = host_cpu()
     target = llvm.Target.from_triple(llvm.get_process_triple())

@@ -20,13 +20,16 @@ import torch
 
 import qidao
 from qidao.compiler.pipeline import PIPELINES, optional_passes
+from qidao.compiler.targets.cpu.target import VNNI_FEATURE
 from qidao.examples import EXAMPLES
 from qidao.frontend.builder import Graph
+from qidao.runtime.cpu import host_has
 
 RNG = np.random.default_rng(0)
 W_CONV = (RNG.standard_normal((64, 16, 3, 3)) * 0.1).astype(np.float32)
 W_MAT = RNG.standard_normal((16, 8)).astype(np.float32)
 SHIFT = np.full(64, 0.1, np.float32)
+W_INT8 = RNG.integers(-128, 128, (8, 16)).astype(np.int8)
 
 
 def sink() -> Graph:
@@ -35,20 +38,23 @@ def sink() -> Graph:
     after it (layout, select-conv-algo, materialize-padding, fold-constants),
     relu(relu) (collapse-unary), a batched matmul by a matrix
     (collapse-matmul-batch), ``* 1`` (simplify), the same expression twice (cse),
-    and two identical kernels (dedupe-kernels)."""
+    two identical kernels (dedupe-kernels) and an int8 matmul by a constant
+    (pack-vnni, where the CPU has AVX-512 VNNI)."""
     g = Graph("main")
     x = g.input("x", (1, 16, 8, 8))
     a = g.input("a", (2, 4, 16))
+    q = g.input("q", (3, 8), "uint8")
     ones, zeros = np.ones(64, np.float32), np.zeros(64, np.float32)
     y = g.batch_norm(g.conv2d(x, W_CONV, padding=1), ones, SHIFT, zeros, ones)
     y = g.relu(g.relu(y))
     m = g.mul(g.matmul(a, W_MAT), g.constant(np.ones((), np.float32)))
     c = g.add(g.constant(np.float32(2.0)), g.constant(np.float32(3.0)))
     g.output(y, g.relu(g.add(g.exp(m), c)), g.relu(g.add(g.exp(m), c)))
+    g.output(g.matmul_integer(q, W_INT8))
     return g
 
 
-def reference(x: np.ndarray, a: np.ndarray) -> list[np.ndarray]:
+def reference(x: np.ndarray, a: np.ndarray, q: np.ndarray) -> list[np.ndarray]:
     """The sink's outputs from PyTorch, in float64."""
     conv = torch.nn.functional.conv2d(
         torch.from_numpy(x).double(), torch.from_numpy(W_CONV).double(), padding=1
@@ -57,12 +63,13 @@ def reference(x: np.ndarray, a: np.ndarray) -> list[np.ndarray]:
         conv / np.sqrt(1 + 1e-5) + torch.from_numpy(SHIFT).double()[:, None, None]
     )
     m = np.maximum(np.exp(a.astype(np.float64) @ W_MAT) + 5.0, 0)
-    return [y.numpy(), m, m]
+    return [y.numpy(), m, m, q.astype(np.int64) @ W_INT8.astype(np.int64)]
 
 
 INPUTS = [
     RNG.standard_normal((1, 16, 8, 8)).astype(np.float32),
     RNG.standard_normal((2, 4, 16)).astype(np.float32),
+    RNG.integers(0, 256, (3, 8)).astype(np.uint8),
 ]
 
 
@@ -101,6 +108,8 @@ def changed_by_default() -> list[str]:
 def test_each_optional_pass_is_skipped_and_the_answer_holds(
     name: str, changed_by_default: list[str]
 ) -> None:
+    if name == "pack-vnni" and not host_has(VNNI_FEATURE):
+        pytest.skip("this CPU has no AVX-512 VNNI: pack-vnni does not run")
     # the pass does something here ...
     assert name in changed_by_default, (
         f"the optional pass '{name}' does not change sink(): add to sink() "

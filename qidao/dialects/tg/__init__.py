@@ -78,6 +78,7 @@ from qidao.dialects.tg.layout_ops import (
     ViewOp,
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
+from qidao.dialects.tg.linalg_integer import MatmulIntegerOp
 from qidao.dialects.tg.nn import (
     AvgPool2dOp,
     BatchNormOp,
@@ -186,6 +187,7 @@ TG = Dialect(
         LogicalNotOp,
         LogicalOrOp,
         LogicalXorOp,
+        MatmulIntegerOp,
         MatmulOp,
         MaxOp,
         MaxPool2dOp,
@@ -285,6 +287,7 @@ __all__ = [
     "LogicalNotOp",
     "LogicalOrOp",
     "LogicalXorOp",
+    "MatmulIntegerOp",
     "MatmulOp",
     "MaxOp",
     "MaxPool2dOp",

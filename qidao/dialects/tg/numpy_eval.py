@@ -96,6 +96,7 @@ from qidao.dialects.tg.layout_ops import (
     ViewOp,
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
+from qidao.dialects.tg.linalg_integer import MatmulIntegerOp, matmul_integer_reference
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
 from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import (
@@ -535,6 +536,11 @@ def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
     return [np.matmul(xs[0], xs[1])]
 
 
+def _matmul_integer(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, MatmulIntegerOp)
+    return [matmul_integer_reference(op, xs[0], xs[1])]
+
+
 def _windows(
     x: Array,
     kernel: tuple[int, ...],
@@ -748,6 +754,7 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     ScatterNdOp: _scatter_nd,
     GatherNdOp: _gather_nd,
     MatmulOp: _matmul,
+    MatmulIntegerOp: _matmul_integer,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,
     ReduceMeanOp: _reduce,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
@@ -32,14 +33,16 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects.tg.base import TgOp, i64_array, ints, tensor
-from qidao.dialects.tg.types import fmt_shape, tensor_type
+from qidao.dialects.tg.types import dtype_name, fmt_shape, kind_of, tensor_type
 
 
 @irdl_op_definition
 class PadOp(TgOp):
     """Constant padding: ``low[d]`` elements before and ``high[d]`` after dimension
     ``d``, all equal to ``value`` (a finite float, rounded once to the element
-    type; infinities and NaN would not print as text that parses back).
+    type; infinities and NaN would not print as text that parses back). An
+    integer tensor (an int8 convolution's uint8 input, padded with its zero
+    point) pads with an integer value of its type.
 
     ```mlir
     %p = tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 2, 0] value = 0.000000e+00 : tensor<1x6x6x8xf32> -> tensor<1x8x9x8xf32>
@@ -104,10 +107,20 @@ class PadOp(TgOp):
 
     def verify_(self) -> None:
         self.verify_tensors()
-        self.expect_float()
+        element = tensor(self.input).get_element_type()
+        if kind_of(element) != "int":
+            self.expect_float()
         if not math.isfinite(self.pad_value()):
             raise VerifyException(
                 f"tg.pad: value must be a finite float, got {self.pad_value()}"
             )
+        if kind_of(element) == "int":
+            info = np.iinfo(dtype_name(element))
+            value = self.pad_value()
+            if value != int(value) or not info.min <= value <= info.max:
+                raise VerifyException(
+                    f"tg.pad: value {value} is not an integer of {element} (from "
+                    f"{info.min} to {info.max})"
+                )
         low, high = self.amounts()
         self.expect_result_type(self.infer(tensor(self.input), low, high))

@@ -47,6 +47,7 @@ from qidao.frontend.onnx.load import (
     with_input_shapes,
 )
 from qidao.frontend.onnx.node import Node
+from qidao.frontend.onnx.qdq import fuse_qdq_convs
 
 Array = npt.NDArray[Any]
 Converter = Callable[["Importer", "Node"], list[Value | Array]]
@@ -113,6 +114,7 @@ def import_onnx(
     supported = CONVERTERS.keys() | FOLDERS.keys()
     functions.check_supported(proto, supported | registered_names())  # + custom ops
     proto = functions.with_default_attributes(proto, supported)
+    proto = fuse_qdq_convs(proto)  # int8 kernels for QDQ units, as ONNX Runtime
     proto = with_constants(proto, constants or {})
     proto = with_input_shapes(proto, input_shapes or {})
     proto = infer_shapes(proto)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.node import Node
@@ -13,14 +15,21 @@ def _matmul(im: Importer, node: Node) -> list[Value | Array]:
     return [numpy_matmul(im.graph, node, im.input(node, 0), im.input(node, 1))]
 
 
-def numpy_matmul(g: Graph, node: Node, a: Value, b: Value) -> Value:
+def numpy_matmul(
+    g: Graph,
+    node: Node,
+    a: Value,
+    b: Value,
+    product: Callable[[Value, Value], Value] | None = None,
+) -> Value:
     """NumPy ``matmul``: a 1-D operand becomes a 1xK / Kx1 matrix, and that
-    dimension is dropped from the result."""
+    dimension is dropped from the result. ``product`` multiplies the matrices
+    (``g.matmul`` by default)."""
     if a.rank == 0 or b.rank == 0:
         raise node.error(f"{node.op_type} operands must have rank >= 1")
     a2 = g.reshape(a, (1, a.shape[0])) if a.rank == 1 else a
     b2 = g.reshape(b, (b.shape[0], 1)) if b.rank == 1 else b
-    y = g.matmul(a2, b2)
+    y = (product or g.matmul)(a2, b2)
     if a.rank > 1 and b.rank > 1:
         return y
     shape = list(y.shape)

@@ -1,8 +1,9 @@
 """Converters for ONNX's quantization ops: ``QuantizeLinear``, ``DequantizeLinear``,
 ``DynamicQuantizeLinear``, ``MatMulInteger``, ``ConvInteger``, ``QLinearMatMul`` and
 ``QLinearConv``, on the integer types int8, uint8, int16 and uint16 (and int32 for
-``DequantizeLinear``'s input). Each is a composition of existing tg ops; no new
-kernel stands behind any of them but ``tg.round`` (round half to even).
+``DequantizeLinear``'s input). Each is a composition of tg ops: ``tg.round``
+(round half to even) for the quantizations, ``tg.matmul_integer`` for the integer
+matrix products.
 
 Quantization: ``y = saturate(round(x / scale) + zero_point)``. ``x / scale`` is one
 IEEE division in the type NumPy promotes ``x`` and ``scale`` to (float32 for float32
@@ -19,19 +20,26 @@ with ``block_size = b`` the scale has ``x``'s rank and ``ceil(x.shape[axis] / b)
 entries along ``axis``, each repeated ``b`` times (a broadcast, reshaped, and
 sliced when ``b`` does not divide the axis).
 
-Integer contractions (``MatMulInteger``, ``ConvInteger`` and the two ``QLinear``
-ops) run on tg's float ``matmul`` and ``conv2d``: tg's contraction kernels and
-their schedules (packing, register tiles, vectorized fma, Winograd) are float-only,
-and an int8 / uint8 operand less its zero point is an integer in ``[-255, 255]``,
-exact in any float. A product is then below ``2^16`` and every partial sum an
-integer below ``K * 2^16``: exact in float32 while that stays below ``2^24``
-(``K <= 258``), and in float64 for any ``K`` below ``2^37``, so the float kernel
-computes the int32 result exactly, in any order of summation. A matmul takes
-float32 when ``K`` allows and float64 otherwise; a convolution always takes
-float64 and is rounded to the nearest integer before the cast to int32, because
-the ``select-conv-algo`` pass may give it to Winograd, whose transforms round
-(float64 keeps that error far below one half). A sum beyond int32's range (``K``
-above 33025) saturates in the cast where ONNX Runtime's int32 accumulator wraps.
+Integer matrix products (``MatMulInteger``, ``QLinearMatMul``) run on
+``tg.matmul_integer``: the 8-bit operands as they are, every product and sum an
+int32 that wraps as ONNX Runtime's accumulators do. The zero points are not
+subtracted from the bytes (``a - a_zp`` does not fit a byte); their terms are
+added around the product, ``(a - za)(b - zb) = ab - za * colsum(b) - rowsum(a) *
+zb + K * za * zb`` in int32 (the sums in float64, exact, then cast), and a term
+whose zero point is a constant 0 (a symmetric weight's) is left out. On a CPU with
+AVX-512 VNNI a constant ``int8`` weight times a ``uint8`` input is packed at
+compile time (``pack-vnni``) and its kernel is ``vpdpbusd`` register tiles
+(``qidao/compiler/targets/cpu/defaults/matmul_integer.py``).
+
+Integer convolutions (``ConvInteger``, ``QLinearConv``) still run on tg's float
+``conv2d``: an int8 / uint8 operand less its zero point is an integer in
+``[-255, 255]``, exact in any float, and every partial sum an integer below ``K *
+2^16``, exact in float64 for any ``K`` below ``2^37``, so the float kernel computes
+the int32 result exactly, in any order of summation. It takes float64 and is
+rounded to the nearest integer before the cast to int32, because the
+``select-conv-algo`` pass may give it to Winograd, whose transforms round (float64
+keeps that error far below one half). A sum beyond int32's range saturates in the
+cast where ONNX Runtime's int32 accumulator wraps.
 
 Requantization (``QLinearMatMul``, ``QLinearConv``): the int32 result times the
 multiplier ``a_scale * b_scale / y_scale`` (computed in the scales' type, as the
@@ -55,6 +63,7 @@ import onnx
 from onnx import helper
 
 from qidao.frontend.builder import Graph, Value
+from qidao.frontend.onnx.conv_integer import nhwc_int8_conv
 from qidao.frontend.onnx.importer import Array, Importer, converter, folder
 from qidao.frontend.onnx.linalg import numpy_matmul
 from qidao.frontend.onnx.load import DTYPES
@@ -70,12 +79,6 @@ RANGES: dict[str, tuple[int, int]] = {
 """The quantized integer types qidao computes and their ranges."""
 
 _FLOATS = ("float16", "float32", "float64")
-
-_EXACT_F32_SUM = 2**24
-"""Every integer up to this magnitude is a float32."""
-
-_INT8_SPAN = 255
-"""The largest magnitude of an int8 or uint8 value less a zero point of its type."""
 
 
 def _declared(im: Importer, name: str) -> int:
@@ -401,19 +404,48 @@ def _per_row(g: Graph, v: Value, a: Value) -> Value:
 
 
 def integer_matmul(
-    g: Graph, node: Node, a: Value, b: Value, a_zp: Value | None, b_zp: Value | None
+    im: Importer, node: Node, a: Value, b: Value, zero_points: tuple[int, int]
 ) -> Value:
-    """``(a - a_zp) @ (b - b_zp)`` exactly, as integers in a float type (float32
-    when every partial sum stays below ``2^24``, else float64)."""
-    k = a.shape[-1] if a.rank else 0
-    dtype = "float32" if k * _INT8_SPAN**2 <= _EXACT_F32_SUM else "float64"
-    if a_zp is not None:
-        a_zp = _per_row(g, a_zp, a)
-    if b_zp is not None:
-        b_zp = _scalar(g, b_zp)  # per column: [N] or [..., 1, N] broadcast as they are
-    return numpy_matmul(
-        g, node, _shifted(g, a, a_zp, dtype), _shifted(g, b, b_zp, dtype)
-    )
+    """``(a - a_zp) @ (b - b_zp)`` in int32 (wrapping, as ONNX Runtime's
+    accumulators): ``tg.matmul_integer`` of the 8-bit operands, then the zero
+    points' terms, each left out where its zero point is a constant 0 (module
+    docstring). ``zero_points`` are the node's input indices of ``a_zp`` and
+    ``b_zp``."""
+    g = im.graph
+    a_zp, b_zp = (_nonzero_zero_point(im, node, index) for index in zero_points)
+
+    def product(a: Value, b: Value) -> Value:  # of matrices (numpy_matmul)
+        y = g.matmul_integer(a, b)
+        za = zb = None
+        if a_zp is not None:
+            za = g.cast(_per_row(g, a_zp, a), "int32")
+            y = y - za * _sum(g, b, -2)
+        if b_zp is not None:
+            # per column: [N] or [..., 1, N] broadcast as they are
+            zb = g.cast(_scalar(g, b_zp), "int32")
+            y = y - _sum(g, a, -1) * zb
+        if za is not None and zb is not None:
+            y = y + za * zb * g.constant(np.array(a.shape[-1], np.int32))
+        return y
+
+    return numpy_matmul(g, node, a, b, product)
+
+
+def _sum(g: Graph, v: Value, axis: int) -> Value:
+    """``v``'s int32 sums along ``axis`` (kept): in float64, where every sum of
+    8-bit integers is exact (tg's reductions are float)."""
+    return g.cast(g.reduce_sum(g.cast(v, "float64"), axes=axis, keepdims=True), "int32")
+
+
+def _nonzero_zero_point(im: Importer, node: Node, index: int) -> Value | None:
+    """Input #``index`` (a zero point), or None when it is absent or a constant
+    of zeros (a symmetric quantization's)."""
+    if not _has(node, index):
+        return None
+    entry = im.env.get(node.inputs[index])
+    if isinstance(entry, np.ndarray) and not entry.any():
+        return None
+    return im.input(node, index)
 
 
 def _expect_int8(im: Importer, node: Node, indices: Sequence[int]) -> None:
@@ -429,9 +461,7 @@ def _matmul_integer(im: Importer, node: Node) -> list[Value | Array]:
     the zero points per tensor, per row of A, per column of B."""
     _expect_int8(im, node, (0, 1, 2, 3))
     a, b = im.input(node, 0), im.input(node, 1)
-    a_zp, b_zp = im.optional_input(node, 2), im.optional_input(node, 3)
-    y = integer_matmul(im.graph, node, a, b, a_zp, b_zp)
-    return [im.graph.cast(y, "int32")]
+    return [integer_matmul(im, node, a, b, (2, 3))]
 
 
 def _requantize(
@@ -459,7 +489,7 @@ def _qlinear_matmul(im: Importer, node: Node) -> list[Value | Array]:
     a, b = im.input(node, 0), im.input(node, 3)
     a_scale, b_scale = im.input(node, 1), im.input(node, 4)
     y_scale, y_zp = im.input(node, 6), im.input(node, 7)
-    acc = integer_matmul(g, node, a, b, im.input(node, 2), im.input(node, 5))
+    acc = integer_matmul(im, node, a, b, (2, 5))
     multiplier = _per_row(g, a_scale, a) * _scalar(g, b_scale) / _scalar(g, y_scale)
     return [_requantize(g, acc, multiplier, _scalar(g, y_zp), out)]
 
@@ -530,6 +560,9 @@ def _conv_integer(im: Importer, node: Node) -> list[Value | Array]:
     """``conv(x - x_zero_point, w - w_zero_point)`` in int32 (2-D, NCHW); the
     input's zero point per tensor, the weight's per tensor or per output channel."""
     _expect_int8(im, node, (0, 1, 2, 3))
+    int8 = _int8_conv(im, node, (1, 2, 3, None))
+    if int8 is not None:
+        return [im.graph.transpose(int8, (0, 3, 1, 2))]
     w, x_zp, w_zp = (
         im.input(node, 1),
         im.optional_input(node, 2),
@@ -552,15 +585,73 @@ def _qlinear_conv(im: Importer, node: Node) -> list[Value | Array]:
     if _has(node, 8):
         _expect(node, "bias", _dtype(im, node, 8, "B"), ("int32",))
     out = _dtype(im, node, 7, "y_zero_point")
+    w_scale = im.input(node, 4)
+    filters = im.input(node, 3).shape[0]
+    if math.prod(w_scale.shape) not in (1, filters):
+        raise node.error(
+            f"w_scale must be a scalar or have one value per output channel "
+            f"({filters}), got shape {list(w_scale.shape)}"
+        )
+    x_scale, y_scale = _scalar(g, im.input(node, 1)), _scalar(g, im.input(node, 6))
+    y_zp = _scalar(g, im.input(node, 7))
+    int8 = _int8_conv(im, node, (3, 2, 5, 8))
+    if int8 is not None:  # channels last: the scale per channel on the last axis
+        per_channel = g.reshape(w_scale, (math.prod(w_scale.shape),))
+        multiplier = x_scale * per_channel / y_scale
+        y = _requantize(g, int8, multiplier, y_zp, out)
+        return [g.transpose(y, (0, 3, 1, 2))]
     bias = im.optional_input(node, 8)
     w, x_zp, w_zp = im.input(node, 3), im.input(node, 2), im.input(node, 5)
     acc = integer_conv(im, node, w, x_zp, w_zp, bias)
-    w_scale = im.input(node, 4)
-    if math.prod(w_scale.shape) not in (1, acc.shape[1]):
-        raise node.error(
-            f"w_scale must be a scalar or have one value per output channel "
-            f"({acc.shape[1]}), got shape {list(w_scale.shape)}"
-        )
-    x_scale, y_scale = _scalar(g, im.input(node, 1)), _scalar(g, im.input(node, 6))
     multiplier = x_scale * _per_channel(g, w_scale, 1) / y_scale
-    return [_requantize(g, acc, multiplier, _scalar(g, im.input(node, 7)), out)]
+    return [_requantize(g, acc, multiplier, y_zp, out)]
+
+
+def _constant(im: Importer, node: Node, index: int | None) -> Array | None:
+    """Input #``index``'s value when it is a compile-time constant."""
+    if index is None or not _has(node, index):
+        return None
+    entry = im.env.get(node.inputs[index])
+    return entry if isinstance(entry, np.ndarray) else None
+
+
+def _int8_conv(
+    im: Importer, node: Node, indices: tuple[int, int, int, int | None]
+) -> Value | None:
+    """The int8 kernel's channels-last int32 result (``conv_integer.py``) when the
+    convolution is one it takes (a uint8 input, an int8 constant weight of a 2-D
+    ungrouped convolution with a zero point of 0, a constant input zero point and
+    bias), else None. ``indices``: the weight's, the input's zero point's, the
+    weight's zero point's and the bias's input numbers."""
+    w_index, x_zp_index, w_zp_index, bias_index = indices
+    x = im.input(node, 0)
+    weight = _constant(im, node, w_index)
+    if x.dtype != "uint8" or x.rank != 4 or weight is None or weight.dtype != np.int8:
+        return None
+    if weight.ndim != 4 or int(node.attr("group", 1)) != 1:
+        return None
+    w_zp = _constant(im, node, w_zp_index)
+    if _has(node, w_zp_index) and (w_zp is None or w_zp.any()):
+        return None
+    x_zp = _constant(im, node, x_zp_index)
+    if _has(node, x_zp_index) and (x_zp is None or x_zp.size != 1):
+        return None
+    bias = _constant(im, node, bias_index)
+    if bias_index is not None and _has(node, bias_index) and bias is None:
+        return None
+    kernel = tuple(weight.shape[2:])
+    if _ints(node, "kernel_shape", kernel, 2) != kernel:
+        raise node.error(
+            f"kernel_shape {list(node.attr('kernel_shape'))} does not match the "
+            f"weight shape {list(weight.shape)}"
+        )
+    if weight.shape[1] != x.shape[1]:
+        raise node.error(
+            f"the weight has {weight.shape[1]} input channels, the input "
+            f"{list(x.shape)} has {x.shape[1]}"
+        )
+    strides = _ints(node, "strides", (1, 1), 2)
+    dilations = _ints(node, "dilations", (1, 1), 2)
+    begin, end = _window_padding(node, x.shape[2:], kernel, strides, dilations)
+    zx = 0 if x_zp is None else int(x_zp.reshape(-1)[0])
+    return nhwc_int8_conv(im.graph, x, weight, zx, bias, strides, begin, end, dilations)

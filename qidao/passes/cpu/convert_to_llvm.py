@@ -45,6 +45,7 @@ from qidao.passes.cpu.llvm import memref as memref_patterns
 from qidao.passes.cpu.llvm import parallel as parallel_patterns
 from qidao.passes.cpu.llvm.lowering import Handler, LoweringError
 from qidao.passes.cpu.llvm.vector import HANDLERS as VECTOR_HANDLERS
+from qidao.passes.cpu.llvm.x86 import HANDLERS as X86_HANDLERS
 
 HANDLERS: dict[type[Operation], Handler] = {
     **arith_patterns.HANDLERS,
@@ -52,6 +53,7 @@ HANDLERS: dict[type[Operation], Handler] = {
     **func_patterns.HANDLERS,
     **parallel_patterns.HANDLERS,
     **VECTOR_HANDLERS,
+    **X86_HANDLERS,
 }
 
 

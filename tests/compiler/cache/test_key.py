@@ -215,6 +215,7 @@ def test_every_option_is_part_of_the_key(cache_dir: Path) -> None:
         "records": None,  # a file: keyed by its bytes (test_tune.py)
         "profile": False,  # not cached (test_store.py)
         "update_in_place": False,
+        "vnni": False,
         "disable": ["cse"],
         "debug": None,
         "verify": None,

@@ -17,6 +17,7 @@ from qidao.dialects.tg import (
     Conv2dOp,
     FusedOp,
     GridSampleOp,
+    MatmulIntegerOp,
     MatmulOp,
     ReshapeOp,
     TopKIndicesOp,
@@ -42,7 +43,7 @@ def _old_flops(op: Operation) -> int:
         return 0
     if isinstance(op, ContiguousOp):
         return numel(op.result.type)
-    if isinstance(op, MatmulOp):
+    if isinstance(op, MatmulOp | MatmulIntegerOp):
         k = shape_of(op.lhs.type)[-1]
         return 2 * numel(op.result.type) * k
     if isinstance(op, Conv2dOp):

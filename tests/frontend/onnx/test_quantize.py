@@ -358,11 +358,12 @@ def test_conv_integer() -> None:
 
 def test_conv_integer_through_winograd_is_exact() -> None:
     """A 3x3 convolution with a constant weight given to Winograd (whose transforms
-    round) is still the exact int32 result: float64 and a final rounding."""
+    round) is still the exact int32 result: float64 and a final rounding. (A
+    weight zero point of 3 keeps it off the int8 kernel, which takes 0 only.)"""
     x = _u8((1, 16, 12, 12))
-    constants = {"w": _i8((16, 16, 3, 3)), "zx": np.uint8(120)}
+    constants = {"w": _i8((16, 16, 3, 3)), "zx": np.uint8(120), "zw": np.int8(3)}
     m = model(
-        [node("ConvInteger", ["x", "w", "zx"], "y", pads=[1, 1, 1, 1])],
+        [node("ConvInteger", ["x", "w", "zx", "zw"], "y", pads=[1, 1, 1, 1])],
         {"x": x},
         constants,
         ["y"],
@@ -443,6 +444,58 @@ def test_qlinear_conv() -> None:
     ]
     outputs = [n.output[0] for n in nodes]
     run_all(model(nodes, feeds, constants, outputs, 10), feeds)
+
+
+def test_qlinear_conv_on_the_int8_kernel() -> None:
+    """The U8S8 convolutions ``conv_integer.py`` computes on ``tg.matmul_integer``
+    (a uint8 input, an int8 constant weight with a zero point of 0): 3x3 with
+    padding, a stride of 2 and a dilation, 1x1, a 3-channel input (channels
+    padded to 4), a bias, per-channel weight scales; each equal to ONNX's
+    reference and to ONNX Runtime."""
+    feeds = {"x": _u8((2, 8, 9, 7)), "img": _u8((1, 3, 10, 10))}
+    constants = {
+        "sx": np.float32(0.03),
+        "zx": np.uint8(113),
+        "w": _i8((32, 8, 3, 3)),
+        "w1": _i8((16, 8, 1, 1)),
+        "w3": _i8((16, 3, 7, 7)),
+        "sw": RNG.uniform(0.001, 0.01, 32).astype(np.float32),
+        "sw16": RNG.uniform(0.001, 0.01, 16).astype(np.float32),
+        "zw": np.zeros(32, np.int8),
+        "zw16": np.zeros(16, np.int8),
+        "sy": np.float32(0.5),
+        "zy": np.uint8(7),
+        "bias": RNG.integers(-3000, 3000, (32,)).astype(np.int32),
+    }
+    nodes = [
+        node(
+            "QLinearConv",
+            ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "bias"],
+            "y",
+            pads=[1, 1, 1, 1],
+        ),
+        node(
+            "QLinearConv",
+            ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"],
+            "y_strided",
+            strides=[2, 2],
+            dilations=[1, 2],
+            pads=[0, 2, 1, 0],
+        ),
+        node("QLinearConv", ["x", "sx", "zx", "w1", "sw16", "zw16", "sy", "zy"], "y1"),
+        node(
+            "QLinearConv",
+            ["img", "sx", "zx", "w3", "sw16", "zw16", "sy", "zy"],
+            "y_img",
+            strides=[2, 2],
+            pads=[3, 3, 3, 3],
+        ),
+        node("ConvInteger", ["x", "w", "zx"], "acc", pads=[1, 0, 1, 2]),
+    ]
+    m = model(nodes, feeds, constants, [n.output[0] for n in nodes], 10)
+    tg_text = str(import_onnx(m))
+    assert tg_text.count("tg.matmul_integer") == 5 and "tg.conv2d" not in tg_text
+    run_all(m, feeds)
 
 
 # ---- refusals ---------------------------------------------------------------------

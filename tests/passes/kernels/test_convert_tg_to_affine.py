@@ -175,6 +175,12 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<5x2x4xf32>",
         [["b0_init", "i_init", "j_init", "b0", "i", "k", "j"]],
     ),
+    "tg.matmul_integer": (
+        "%a: tensor<5x2x8xui8>, %b: tensor<2x4x4xi8>",
+        '%r = tg.matmul_integer %a, %b rhs_layout = "vnni" : (tensor<5x2x8xui8>, tensor<2x4x4xi8>) -> tensor<5x2x4xi32>',
+        "%r : tensor<5x2x4xi32>",
+        [["b0_init", "i_init", "j_init", "b0", "i", "k", "j", "r"]],
+    ),
     "tg.conv2d": (
         f"%x: {NCHW}, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>",
         f"%r = tg.conv2d %x, %w, %b strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 : ({NCHW}, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>",
@@ -431,6 +437,9 @@ ALLOWED_IN_KERNELS = (
     arith.MinUIOp,
     arith.MulfOp,
     arith.MuliOp,
+    # tg.matmul_integer: each byte widened to i32 by its signedness
+    arith.ExtUIOp,
+    arith.ExtSIOp,
     # tg.grid_sample: positions (floor, kept finite) and reflected entries
     math.FloorOp,
     arith.MaxnumfOp,

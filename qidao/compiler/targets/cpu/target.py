@@ -21,9 +21,18 @@ from qidao.compiler.targets.cpu.defaults import default_schedule
 from qidao.compiler.targets.cpu.emit import weight_symbols
 from qidao.compiler.targets.cpu.lower import lower
 from qidao.passes.schedule.bind import refuse_gpu_bindings
-from qidao.runtime.cpu import JitError, JitModule, jit_compile, uses_openmp
+from qidao.runtime.cpu import (
+    JitError,
+    JitModule,
+    host_has,
+    jit_compile,
+    uses_openmp,
+)
 from qidao.runtime.executor import NativeFunction, TensorSpec, ndarray_entry_ir
 from qidao.runtime.profile import RUNTIME_IR
+
+VNNI_FEATURE = "avx512vnni"
+"""LLVM's name for AVX-512 VNNI (``vpdpbusd``)."""
 
 HOST_STAGE = "schedule"
 """The last stage before loops are lowered: its host program is what
@@ -41,9 +50,25 @@ class CpuTarget:
         "records": None,
         "profile": False,
         "update_in_place": True,
+        "vnni": None,
     }
+    """``vnni``: pack 8-bit weights for AVX-512 VNNI and compute int8 matmuls with
+    ``vpdpbusd`` (the ``pack-vnni`` pass, ``tensorize``'s ``avx512_vnni``); None
+    (the default): where the host CPU has it. True on a CPU without it is an
+    error (the program would stop on an illegal instruction)."""
 
     def check(self, settings: Settings) -> None:
+        vnni = settings.options["vnni"]
+        if vnni is not None and not isinstance(vnni, bool):
+            raise TypeError(f"vnni must be None, True or False, got {vnni!r}")
+        if vnni and not host_has(VNNI_FEATURE):
+            raise ValueError(
+                "vnni=True, but this CPU has no AVX-512 VNNI (LLVM's feature "
+                f"'{VNNI_FEATURE}'); leave vnni out (None) to use it where it exists"
+            )
+        options = settings.options
+        assert isinstance(options, dict)  # check_settings's merged options
+        options["vnni"] = host_has(VNNI_FEATURE) if vnni is None else vnni
         if not isinstance(settings.options["update_in_place"], bool):
             raise TypeError(
                 "update_in_place must be True or False, got "

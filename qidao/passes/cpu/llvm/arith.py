@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from xdsl.dialects import arith, llvm, math
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -23,17 +24,22 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     VectorType,
+    f32,
+    f64,
     i1,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from qidao.passes.cpu.llvm import fptoint
 from qidao.passes.cpu.llvm.lowering import (
     FunctionLowering,
     Handler,
     LoweringError,
     convert_type,
 )
+
+fptoint.register()
 
 
 def fastmath_of(op: Operation) -> llvm.FastMathAttr:
@@ -261,15 +267,55 @@ def _uitofp(op: Operation, fl: FunctionLowering) -> None:
     fl.bind(op.results[0], fl.emit_value(llvm.SelectOp(negative, doubled, direct)))
 
 
+_UNO = 14
+"""``fcmp uno``: true when either operand is NaN (arith's and LLVM's numbering)."""
+_OGE = 3
+"""``fcmp oge``: ordered and greater or equal."""
+
+
 def _fptoint(signed: bool) -> Handler:
     def handler(op: Operation, fl: FunctionLowering) -> None:
         (x,) = fl.operands(op)
         t = op.results[0].type
+        if isinstance(t, IntegerType) and x.type in (f32, f64):
+            fl.bind(op.results[0], _clamped_fptoint(fl, x, t, signed))
+            return
         kind = "fptosi" if signed else "fptoui"
         name = f"llvm.{kind}.sat.{type_suffix(t)}.{type_suffix(x.type)}"
         fl.bind(op.results[0], _intrinsic(fl, name, [x], t))
 
     return handler
+
+
+def _clamped_fptoint(
+    fl: FunctionLowering, x: SSAValue, t: IntegerType, signed: bool
+) -> SSAValue:
+    """``llvm.fpto[su]i.sat``'s result, in ops that vectorize (``fptoint.py``):
+    ``x`` clamped to ``[lo, the largest float below limit]`` (``limit``: the first
+    integer above ``t``'s range), converted (truncating), ``limit - 1`` where ``x
+    >= limit`` (only when the clamp's bound truncates below it: 32 and 64 bits),
+    and 0 where ``x`` is NaN."""
+    width = t.width.data
+    lo, limit = (-(2 ** (width - 1)), 2 ** (width - 1)) if signed else (0, 2**width)
+    dtype = np.float32 if x.type == f32 else np.float64
+    below = dtype(np.nextafter(dtype(limit), dtype(0)))
+    suffix = type_suffix(x.type)
+    above = _intrinsic(
+        fl, f"llvm.maxnum.{suffix}", [x, fl.const(float(lo), x.type)], x.type
+    )
+    inside = _intrinsic(
+        fl, f"llvm.minnum.{suffix}", [above, fl.const(float(below), x.type)], x.type
+    )
+    cast = fptoint.FPToSIOp if signed else fptoint.FPToUIOp
+    result = fl.emit_value(cast(inside, t))
+    if int(below) != limit - 1:
+        big = fl.emit_value(
+            llvm.FCmpOp(x, fl.const(float(limit), x.type), IntegerAttr(_OGE, 64))
+        )
+        top = fl.const(limit - 1, t)
+        result = fl.emit_value(llvm.SelectOp(big, top, result))
+    nan = fl.emit_value(llvm.FCmpOp(x, x, IntegerAttr(_UNO, 64)))
+    return fl.emit_value(llvm.SelectOp(nan, fl.const(0, t), result))
 
 
 def _float_cast(cls: type[llvm.FPExtOp] | type[llvm.FPTruncOp]) -> Handler:

@@ -57,6 +57,7 @@ from qidao.passes.kernels.lowering.grid_sample import lower_grid_sample
 from qidao.passes.kernels.lowering.indexing import lower_concat, lower_gather
 from qidao.passes.kernels.lowering.layout import copy_kernel, lower_copy
 from qidao.passes.kernels.lowering.matmul import lower_matmul
+from qidao.passes.kernels.lowering.matmul_integer import lower_matmul_integer
 from qidao.passes.kernels.lowering.nn import lower_batch_norm, lower_pool, lower_softmax
 from qidao.passes.kernels.lowering.pad import lower_pad
 from qidao.passes.kernels.lowering.reduce import lower_reduce
@@ -87,6 +88,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.GatherOp: lower_gather,
     tg.GridSampleOp: lower_grid_sample,
     tg.MatmulOp: lower_matmul,
+    tg.MatmulIntegerOp: lower_matmul_integer,
     tg.MaxPool2dOp: lower_pool,
     tg.PadOp: lower_pad,
     tg.ReduceMaxOp: lower_reduce,

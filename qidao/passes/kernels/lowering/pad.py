@@ -61,7 +61,7 @@ def lower_pad(
             if copy:
                 value = em.load(src, index, in_index)
             else:
-                value = em.constant(op.pad_value(), element_type(op.result))
+                value = em.constant(op.pad_value(), element_type(out))
             em.store(value, out, index, out_index)
         return []
 

@@ -209,25 +209,51 @@ def _stash_plan(
     buffers: list[SSAValue],
     space: _RowSpace,
     args: dict[SSAValue, Source],
-) -> dict[tg.ReduceOp, SSAValue]:
-    """Reductions whose row-varying input holds a transcendental op (``exp(x -
-    max)`` of a softmax) and is needed again by a row-varying output: the pass
-    stores the input into that output's buffer (free until the output pass
-    overwrites it, element by element, after reading it), and later passes load it
-    instead of recomputing it. Each output buffer holds at most one such value."""
-    plan: dict[tg.ReduceOp, SSAValue] = {}
+) -> dict[tg.ReduceOp, tuple[SSAValue, SSAValue]]:
+    """Per reduction, a value its pass stores and the buffer it goes to, so that
+    later passes load it instead of recomputing it:
+
+    - a row-varying output that holds a transcendental op and that the reduction
+      reads (GELU's output, whose range a dynamic quantization reduces, twice):
+      stored into its own buffer, finished, and the output pass skips it;
+    - else the reduction's row-varying input when it holds a transcendental op
+      (``exp(x - max)`` of a softmax) and a row-varying output needs it again:
+      stored into that output's buffer (free until the output pass overwrites
+      it, element by element, after reading it).
+
+    Each output buffer holds at most one such value."""
+    plan: dict[tg.ReduceOp, tuple[SSAValue, SSAValue]] = {}
     free = [
         (value, buffer)
         for value, buffer in zip(outputs, buffers, strict=True)
         if value not in args and not space.per_row(value)
     ]
+    finished: set[SSAValue] = set()
     for red in reductions:
         value = red.input
-        if value in args or not _reaches_op(value, _TRANSCENDENTAL, space, args):
+        if value in args:
+            continue
+        tree = _row_varying_tree(value, space, args)
+        own = next(
+            (
+                (output, buffer)
+                for output, buffer in free
+                if output in tree and _reaches_op(output, _TRANSCENDENTAL, space, args)
+            ),
+            None,
+        )
+        if own is not None:
+            plan[red] = own
+            free.remove(own)
+            finished.add(own[0])
+            continue
+        if any(v in finished for v in tree) or not _reaches_op(
+            value, _TRANSCENDENTAL, space, args
+        ):
             continue
         for output, buffer in free:
             if output is not value and value in _row_varying_tree(output, space, args):
-                plan[red] = buffer
+                plan[red] = (value, buffer)
                 free.remove((output, buffer))
                 break
     return plan
@@ -313,9 +339,10 @@ class _Row:
             one = self.em.constant(1.0, element_type(divisor))
             self.reciprocals[divisor] = self.em.divf(one, d)
 
-    def reduce(self, red: tg.ReduceOp, stash: SSAValue | None) -> None:
-        """One pass over the row; the result joins ``known``. With ``stash`` (an
-        output buffer), the pass also stores its input there for later passes."""
+    def reduce(self, red: tg.ReduceOp, stash: tuple[SSAValue, SSAValue] | None) -> None:
+        """One pass over the row; the result joins ``known``. With ``stash`` (a
+        value and an output buffer), the pass also stores the value there for
+        later passes (``_stash_plan``)."""
         em = self.em
         self.prepare([red.input])
         is_max = isinstance(red, tg.ReduceMaxOp)
@@ -323,9 +350,11 @@ class _Row:
         init = em.constant(NEG_INF if is_max else 0.0, t)
 
         def step(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            x = self.evaluator(ivs).at(red.input, self.full_index)
+            ev = self.evaluator(ivs)
             if stash is not None:
-                em.store(x, stash, ivs, self.full_index)
+                value, buffer = stash
+                em.store(ev.at(value, self.full_index), buffer, ivs, self.full_index)
+            x = ev.at(red.input, self.full_index)
             return [em.max_step(accs[0], x) if is_max else em.sum_step(accs[0], x)]
 
         names = self.names(f"r_{_KIND[type(red)]}")
@@ -337,13 +366,15 @@ class _Row:
             total = em.divf(total, em.constant(float(count), t))
         self.known[red.result] = total
         if stash is not None:
-            self.sources[red.input] = stash
+            self.sources[stash[0]] = stash[1]
 
     def store(self, values: list[SSAValue]) -> None:
         """Per-row outputs now; row-varying ones in one last pass ``r_out``."""
         em = self.em
         rows: list[tuple[SSAValue, SSAValue]] = []
         for value, out in zip(values, self.k.outputs, strict=True):
+            if self.sources.get(value) is out:  # stored by a reduction's pass
+                continue
             if self.space.per_row(value):
                 self.prepare([value])
                 index = self.space.row_index(value)

@@ -37,6 +37,7 @@ NO_RULE = {
     "tg.bitwise_not",
     "tg.shift_left",
     "tg.shift_right",
+    "tg.matmul_integer",  # 8-bit integers in, int32 out
     # i64 positions: TopK's values are a tg.gather_elements of the input by them,
     # whose rule carries the gradient (test_sort.py)
     "tg.top_k_indices",

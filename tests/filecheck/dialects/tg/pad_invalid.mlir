@@ -34,9 +34,25 @@ func.func @strided_result(%t: tensor<3x2xf32, strided<[1, 3]>>) {
 
 // -----
 
-// CHECK: tg.pad expects float tensors, but operand #0 is tensor<2xi32>
-func.func @integer(%x: tensor<2xi32>) {
-  %p = tg.pad %x low = [1] high = [1] value = 0.000000e+00 : tensor<2xi32> -> tensor<4xi32>
+// CHECK: tg.pad expects float tensors, but operand #0 is tensor<2xi1>
+func.func @bool(%x: tensor<2xi1>) {
+  %p = tg.pad %x low = [1] high = [1] value = 0.000000e+00 : tensor<2xi1> -> tensor<4xi1>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.pad: value 0.5 is not an integer of i32 (from -2147483648 to 2147483647)
+func.func @fraction(%x: tensor<2xi32>) {
+  %p = tg.pad %x low = [1] high = [1] value = 5.000000e-01 : tensor<2xi32> -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.pad: value 256.0 is not an integer of ui8 (from 0 to 255)
+func.func @out_of_range(%x: tensor<2xui8>) {
+  %p = tg.pad %x low = [1] high = [1] value = 2.560000e+02 : tensor<2xui8> -> tensor<4xui8>
   func.return
 }
 

@@ -13,6 +13,9 @@ matmul        a register tile of C (8 x 32: sixteen ``<16 x float>`` accumulator
               updated with fma), B packed per column panel when ``cache-read``
               exists, the init and epilogue nests computed inside the tile;
               the outer tile loop parallel when ``threads > 1`` (``matmul.py``)
+matmul_       int8 (a ui8 x i8 rhs packed for VNNI): a register tile of int32
+integer       accumulators, each 16 x 4 block of bytes one ``vpdpbusd``
+              (``matmul_integer.py``)
 conv2d        a register tile of output pixels x output channels (``conv.py``);
               a depthwise one: its channels on vectors (``depthwise.py``)
 rows          softmax, layer norm, reductions over the last axis: the passes over
@@ -51,6 +54,9 @@ def _schedulers() -> dict[str, Scheduler]:
         schedule_rows,
     )
     from qidao.compiler.targets.cpu.defaults.matmul import schedule_matmul
+    from qidao.compiler.targets.cpu.defaults.matmul_integer import (
+        schedule_matmul_integer,
+    )
     from qidao.compiler.targets.cpu.defaults.pool import schedule_pool
     from qidao.compiler.targets.cpu.defaults.reduce import schedule_reduce
 
@@ -70,6 +76,7 @@ def _schedulers() -> dict[str, Scheduler]:
 
     return {
         "matmul": schedule_matmul,
+        "matmul_integer": schedule_matmul_integer,
         "conv2d": conv,
         "rows": schedule_rows,
         "elementwise": schedule_elementwise,

@@ -1,0 +1,35 @@
+"""``convert-to-llvm`` handlers for the ``x86vector`` ops (not a pass).
+
+- ``x86vector.avx512.vpdpbusd %acc, %a, %b`` -> ``a``'s four bytes as one ``i32``
+  (``bitcast <4 x i8> to i32``), splat to ``<16 x i32>`` (``insertelement`` and a
+  zero-mask ``shufflevector``, which the backend folds into the instruction's
+  ``{1to16}`` broadcast of a load), ``b`` as ``<16 x i32>`` (a ``bitcast``), then
+  ``call <16 x i32> @llvm.x86.avx512.vpdpbusd.512(acc, a, b)``: one ``vpdpbusd``.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import DenseArrayBase, VectorType, i32
+from xdsl.ir import Operation
+
+from qidao.dialects.x86vector import LANES, Vpdpbusd
+from qidao.passes.cpu.llvm.lowering import FunctionLowering, Handler
+
+VPDPBUSD = "llvm.x86.avx512.vpdpbusd.512"
+
+
+def _vpdpbusd(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, Vpdpbusd)
+    lanes = VectorType(i32, [LANES])
+    word = fl.emit_value(llvm.BitcastOp(fl.get(op.a), i32))
+    undef = fl.emit_value(llvm.UndefOp(lanes))
+    lane0 = fl.emit_value(llvm.InsertElementOp(undef, word, fl.const(0, i32)))
+    mask = DenseArrayBase.from_list(i32, [0] * LANES)
+    a = fl.emit_value(llvm.ShuffleVectorOp(lane0, lane0, mask, lanes))
+    b = fl.emit_value(llvm.BitcastOp(fl.get(op.b), lanes))
+    call = llvm.CallIntrinsicOp(VPDPBUSD, [fl.get(op.acc), a, b], [lanes])
+    fl.bind(op.result, fl.emit_value(call))
+
+
+HANDLERS: dict[type[Operation], Handler] = {Vpdpbusd: _vpdpbusd}
