@@ -8,8 +8,9 @@ What is measured. Each model is quantized by ONNX Runtime's own tools, and four
 things run it, each timed at the same thread count in the same invocation:
 
 - ``qidao-int8``: ``qidao.compile`` of the quantized ONNX file
-  (``qidao/frontend/onnx/quantize.py``: today every integer product is computed
-  exactly in a float32 or float64 kernel, there is no int8 kernel);
+  (``qidao/frontend/onnx/quantize.py``: the integer products on
+  ``tg.matmul_integer``, AVX-512 VNNI where the CPU has it; QDQ convolutions
+  fused into ``QLinearConv`` first, ``qdq.py``);
 - ``ort-int8``: ONNX Runtime on the same quantized file (its int8 kernels: the
   QDQ pairs fused into ``QLinearConv``-style kernels, ``MatMulInteger`` with the
   scale products fused into ``MatMulIntegerToFloat``);
@@ -45,7 +46,7 @@ timing:
 The table (:func:`format_table`) has a row per model: the four medians, then
 
 - ``ORT8/q8``: ONNX Runtime's int8 median over qidao's int8 (above 1: qidao is
-  faster); today below 1, and the number an int8 kernel in qidao must raise;
+  faster);
 - ``q32/q8``: qidao's fp32 median over its int8 (above 1: quantizing pays off in
   qidao; below 1: the quantized graph is slower than the float one);
 - ``O32/O8``: the same for ONNX Runtime, what int8 kernels buy there;

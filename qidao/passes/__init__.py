@@ -4,7 +4,7 @@
 folder          the passes
 ==============  ==========================================================================
 ``graph/``      tg -> tg: autodiff, expand-custom, apply-optimizer, widen-floats,
-                insert-checks, fold-constants, simplify, layout, select-conv-algo,
+                insert-checks, fold-constants, simplify, pack-vnni, layout, select-conv-algo,
                 materialize-padding, fuse, collapse-matmul-batch
 ``kernels/``    tg -> kernels over memrefs: convert-tg-to-affine (one lowering per op
                 family in ``kernels/lowering/``), plan-memory

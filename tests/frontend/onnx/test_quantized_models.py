@@ -7,11 +7,14 @@ ONNX Runtime's outputs (``qidao/frontend/onnx/quantize.py``).
   output is ONNX Runtime's bit for bit, with its graph optimizations (fused
   kernels) on or off.
 - ``quantize_static`` in QDQ format of a small CNN, calibrated on random data:
-  ``QuantizeLinear``/``DequantizeLinear`` around float ``Conv``/``Gemm``. qidao
-  computes the float convolution of the dequantized values, where ONNX Runtime
-  fuses the pairs into int8 kernels with a float32 requantization; both round to
-  the same grid, so the outputs agree to within one quantization step of the
-  output (a sum that lands within rounding of a tie may round the other way).
+  ``QuantizeLinear``/``DequantizeLinear`` around float ``Conv``/``Gemm``, int8
+  activations (S8S8). Both fuse each convolution unit into ``QLinearConv``
+  (``qidao/frontend/onnx/qdq.py``); qidao computes an int8 input's
+  convolution exactly in float64 and requantizes in float64 where ONNX Runtime
+  uses int8 kernels with a float32 requantization; both round to the same grid,
+  so the outputs agree to within one quantization step of the output (a sum that
+  lands within rounding of a tie may round the other way). The U8S8 case, on
+  qidao's int8 kernel and bit for bit: ``test_qdq.py``.
 """
 
 from __future__ import annotations
