@@ -71,7 +71,7 @@ class PackVnniWeight(RewritePattern):
         unpacked = op.rhs.owner
         rewriter.replace(op, [packed, matmul], [matmul.result])
         if isinstance(unpacked, ConstantOp) and not unpacked.result.uses:
-            rewriter.erase_op(unpacked)
+            rewriter.erase(unpacked)
 
 
 @dataclass(frozen=True)
