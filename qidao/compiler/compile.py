@@ -109,7 +109,10 @@ def compile(
     (``stats["records"]`` says which got what); ``profile=True`` times every kernel
     (``Compiled.profile``); ``update_in_place`` (default True) makes a training
     step write its updated weights and optimizer states over the old ones (the
-    ``update-in-place`` pass; False: new buffers each step). CUDA options: ``device`` (``"cuda"``, or ``"emulate"``:
+    ``update-in-place`` pass; False: new buffers each step); ``vnni`` and ``amx``
+    (None, the default: where the CPU has them) compute int8 matmuls with AVX-512
+    VNNI and AMX tiles, True where the CPU lacks them is an error. CUDA options:
+    ``device`` (``"cuda"``, or ``"emulate"``:
     the same CUDA C run on the CPU); ``records`` (a ``qidao tune --target cuda``
     file) as on the CPU, its records keyed by the GPU's model and compute
     capability (``"emulator"`` for ``device="emulate"``).

@@ -21,9 +21,14 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return TG
 
+    def amx() -> Dialect:
+        from qidao.dialects.amx import AMX
+
+        return AMX
+
     def x86vector() -> Dialect:
         from qidao.dialects.x86vector import X86Vector
 
         return X86Vector
 
-    return {"tg": tg, "x86vector": x86vector}
+    return {"tg": tg, "amx": amx, "x86vector": x86vector}

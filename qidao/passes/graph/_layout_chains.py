@@ -4,6 +4,11 @@ A *chain* is a maximal set of ops of one block, connected producer→consumer, m
 
 - **anchors**: NCHW ``tg.conv2d``, ``tg.max_pool2d`` and ``tg.avg_pool2d`` whose
   heuristic (:func:`prefers_nhwc`) says NHWC;
+- **NHWC sources** (:func:`is_nhwc_source`): ``tg.transpose [0, 3, 1, 2]`` of a
+  row-major rank-4 tensor, an NCHW view of data that is channels last already
+  (the int8 convolutions' outputs, ``frontend/onnx/conv_integer.py``, or an NHWC
+  graph input). Its NHWC value is its input: no copy. A source joins the chain of
+  its users, never its input's producer's;
 - **layout-agnostic ops**: elementwise ops with a rank-4 result (``relu``, a bias
   ``add`` of a ``[C, 1, 1]`` tensor, a residual ``add`` of two chain values, ...),
   rank-4 NCHW ``tg.batch_norm``, rank-4 ``tg.pad`` (any amounts: padding commutes
@@ -13,8 +18,10 @@ A *chain* is a maximal set of ops of one block, connected producer→consumer, m
 
 Every other op stops a chain: an op it does not understand, an anchor whose
 heuristic says NCHW, an op already in NHWC, anything inside a ``tg.fused``. A chain
-is converted only when it holds a convolution: pools and elementwise ops alone gain
-less than the two boundary transposes cost.
+is converted only when it holds a convolution or an NHWC source: pools and
+elementwise ops alone gain less than the two boundary transposes cost, while ops
+that read an NHWC source NCHW stride through it one channel at a time (a quantized
+ResNet-50's residual adds, 9.4 of its 42 ms, read both operands so).
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ import networkx as nx
 from xdsl.ir import Block, Operation, SSAValue
 
 from qidao.dialects import tg
+from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NCHW
-from qidao.dialects.tg.types import shape_of
+from qidao.dialects.tg.types import is_row_major, shape_of
 
 MIN_VECTOR_CHANNELS = 4
 """The fewest channels in the innermost (vectorized) loop for which an NHWC kernel is
@@ -81,12 +89,23 @@ def is_anchor(op: Operation) -> bool:
     )
 
 
+def is_nhwc_source(op: Operation) -> bool:
+    """``tg.transpose [0, 3, 1, 2]`` of a row-major rank-4 tensor: NHWC data
+    viewed NCHW."""
+    return (
+        isinstance(op, tg.TransposeOp)
+        and ints(op.perm) == (0, 3, 1, 2)
+        and is_row_major(op.input.type)
+    )
+
+
 def is_layout_agnostic(op: Operation) -> bool:
     """An op that computes the same in either layout once its operands are permuted:
-    a rank-4 elementwise op (``tg.select`` among them: ONNX's Clip is two), an NCHW
+    a rank-4 elementwise op (``tg.select`` among them: ONNX's Clip is two; ``tg.cast``:
+    a quantized model's dequantization starts with one), an NCHW
     rank-4 batch norm, a rank-4 pad, or a
     ``keepdims`` reduction of a rank-4 tensor (its axes permute with the rest)."""
-    if isinstance(op, tg.UnaryElementwiseOp | tg.BinaryElementwiseOp | tg.SelectOp):
+    if isinstance(op, tg.ElementwiseOp):
         return len(shape_of(op.results[0].type)) == 4
     if isinstance(op, tg.BatchNormOp):
         return op.data_layout() == NCHW and len(shape_of(op.input.type)) == 4
@@ -103,20 +122,29 @@ class Chain:
 
     ops: list[Operation]
 
-    def has_conv(self) -> bool:
-        return any(isinstance(op, tg.Conv2dOp) for op in self.ops)
+    def worth_converting(self) -> bool:
+        """It holds a convolution, or an NHWC source and an op that reads it."""
+        if any(isinstance(op, tg.Conv2dOp) for op in self.ops):
+            return True
+        sources = sum(is_nhwc_source(op) for op in self.ops)
+        return 0 < sources < len(self.ops)
 
 
 def find_chains(block: Block) -> list[Chain]:
-    """The chains of ``block`` that hold a convolution, ordered by their first op.
+    """The chains of ``block`` worth converting (:meth:`Chain.worth_converting`),
+    ordered by their first op.
 
-    Members are anchors and layout-agnostic ops; two members are in one chain when
+    Members are anchors, NHWC sources and layout-agnostic ops; two members are in one chain when
     one uses a result of the other as data: the chains are the connected components
     of the producer→consumer graph of the members (``nx.connected_components``). A
     convolution's weight and bias are not data: a weight computed by an elementwise
     op (``w - zero_point``) enters the chain as a weight, re-laid-out as HWIO.
     """
-    members = [op for op in block.ops if is_anchor(op) or is_layout_agnostic(op)]
+    members = [
+        op
+        for op in block.ops
+        if is_anchor(op) or is_nhwc_source(op) or is_layout_agnostic(op)
+    ]
     order = {op: index for index, op in enumerate(members)}
     graph = nx.Graph()
     graph.add_nodes_from(members)
@@ -130,12 +158,15 @@ def find_chains(block: Block) -> list[Chain]:
         sorted(c, key=order.__getitem__) for c in nx.connected_components(graph)
     )
     chains = sorted((Chain(ops) for ops in components), key=lambda c: order[c.ops[0]])
-    return [chain for chain in chains if chain.has_conv()]
+    return [chain for chain in chains if chain.worth_converting()]
 
 
 def _data_operands(op: Operation) -> list[SSAValue]:
     """The operands through which ``op`` joins its producers' chain: a
-    convolution's input alone, every operand of any other op."""
+    convolution's input alone, none of an NHWC source (its input is NHWC: an op
+    that made it is not in NCHW order), every operand of any other op."""
     if isinstance(op, tg.Conv2dOp):
         return [op.input]
+    if is_nhwc_source(op):
+        return []
     return list(op.operands)

@@ -90,13 +90,24 @@ Rules:
   strides; users whose type depends on their operand's layout (``func.return``,
   views, reshapes, ``tg.fused``, non-tg ops) get it as one row-major copy
   (``tg.contiguous``), so no user's type changes.
-- An output whose outside user is the model's own permute back to channels-last
+- An output whose outside user is a permute back to channels-last
   (``transpose(v, [0, 2, 3, 1])``: ConvNeXt's and Swin's convolutions before a
-  layer norm over the channels) gives that permute's users the chain's NHWC value
-  itself, row-major, when they are all tg compute ops (whose result types do not
-  depend on their operands' layout); before, they read a strided view of an NCHW
-  copy (the copy, and a layer norm whose rows were not contiguous and stayed
-  scalar loops: ConvNeXt's 3 such layer norms took 234 µs).
+  layer norm over the channels, the next int8 convolution's input) gives that
+  permute's users the chain's NHWC value itself, row-major: tg compute ops (whose
+  result types do not depend on their operands' layout) read it as it is, views
+  (an int8 convolution's taps, ``tg.slice``) are rebuilt on it, their strides
+  recomputed, and their users in turn; a user that cannot take it (``tg.fused``,
+  ``func.return``) keeps the permute, of a row-major NCHW copy. Before, the
+  users read a strided view of an NCHW copy (the copy, and a layer norm whose
+  rows were not contiguous and stayed scalar loops: ConvNeXt's 3 such layer
+  norms took 234 µs).
+- **NHWC sources** (``tg.transpose [0, 3, 1, 2]`` of a row-major tensor: data
+  channels last already, the int8 convolutions' outputs) anchor chains too: their
+  NHWC value is their input, no op. A quantized ResNet-50 (U8S8, QDQ) read each
+  such view NCHW in its residual adds, 9.4 of 42 ms at one thread; with the
+  requantizations, the adds and the next convolutions' inputs in one NHWC chain
+  the block tails fuse into one kernel each, and the 1x1 convolutions' input
+  copies are gone (42 -> 39 ms; measured beside a test run, so noisy).
 - Likewise an output flattened to tokens, ``transpose(reshape(v, [N, C, H*W]),
   [0, 2, 1])`` (Swin's patch embedding), read only by tg compute ops: they read
   ``reshape(nhwc, [N, H*W, C])``, a view of the chain's row-major result.
@@ -149,8 +160,13 @@ from xdsl.utils.exceptions import VerifyException
 from qidao.dialects import tg
 from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
-from qidao.dialects.tg.types import shape_of
-from qidao.passes.graph._layout_chains import Chain, find_chains, is_depthwise
+from qidao.dialects.tg.types import element_of, is_row_major, shape_of
+from qidao.passes.graph._layout_chains import (
+    Chain,
+    find_chains,
+    is_depthwise,
+    is_nhwc_source,
+)
 from qidao.passes.graph._simplify_patterns import (
     ContiguousOfRowMajor,
     TransposeOfTranspose,
@@ -214,7 +230,12 @@ class _BlockRewrite:
                 self.entered[value, role] = self.enter(value, role)
             return self.entered[value, role]
 
+        sources = [op for op in chain.ops if is_nhwc_source(op)]
+        for source in sources:  # NHWC already: its input, as it is
+            nhwc[source.results[0]] = source.operands[0]
         for old in chain.ops:
+            if old in sources:
+                continue
             new = _nhwc_op(old, operand)
             _check_nhwc(old, new)
             self.block.insert_op_before(new, old)
@@ -223,11 +244,16 @@ class _BlockRewrite:
                 nhwc[old_result] = new_result
 
         for old in chain.ops:
+            if old in sources:  # users outside keep reading the source's view
+                continue
             for result in old.results:
                 outside = [u for u in result.uses if u.operation not in members]
                 if outside:
                     self.leave(result, nhwc[result], outside)
         for old in reversed(chain.ops):
+            if old in sources:
+                self.maybe_dead.append(old)
+                continue
             self.maybe_dead.extend(
                 o.owner for o in old.operands if isinstance(o.owner, Operation)
             )
@@ -308,11 +334,12 @@ class _BlockRewrite:
         copy: SSAValue | None = None
         for use in uses:
             user = use.operation
-            if _back_to_nhwc(user):  # the model's own permute to channels-last
-                user.results[0].replace_all_uses_with(new)  # only its layout differs
-                user.operands[use.index] = back.result
-                self.maybe_dead.extend((user, back))  # erased in that order
-                continue
+            if _is_to_nhwc(user):  # the model's own permute to channels-last
+                _retarget(user.results[0], new)  # only its layout differs
+                if not user.results[0].uses:
+                    user.operands[use.index] = back.result
+                    self.maybe_dead.extend((user, back))  # erased in that order
+                    continue
             tokens = _tokens_last(user)
             if tokens is not None:  # flatten(2) then transpose: Swin's patches
                 flat = tg.ReshapeOp(new, shape_of(tokens.result.type))
@@ -327,7 +354,9 @@ class _BlockRewrite:
                 self.maybe_dead.append(back)
                 continue
             value: SSAValue = back.result
-            if isinstance(user, _LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
+            if is_row_major(back.result.type):  # [N, C, 1, 1]: the same bytes
+                pass
+            elif isinstance(user, _LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
                 if copy is None:
                     contiguous = tg.ContiguousOp(back.result)
                     self.block.insert_op_after(contiguous, back)
@@ -357,17 +386,59 @@ class _BlockRewrite:
                 _erase_if_dead(op)
 
 
-def _back_to_nhwc(user: Operation) -> bool:
-    """``user`` is ``transpose(v, [0, 2, 3, 1])`` of a chain output ``v`` and only
-    tg compute ops read it (their result types do not depend on their operands'
-    layout): it is then the chain's NHWC value itself."""
-    if not isinstance(user, tg.TransposeOp) or ints(user.perm) != TO_NHWC:
-        return False
-    return all(
-        not isinstance(use.operation, _LAYOUT_DEPENDENT)
-        and use.operation.dialect_name() == "tg"
-        for use in user.result.uses
-    )
+def _is_to_nhwc(user: Operation) -> bool:
+    """``user`` is ``transpose(v, [0, 2, 3, 1])``: the permute to channels-last
+    (of a chain output ``v``: the model's own, or the next int8 convolution's)."""
+    return isinstance(user, tg.TransposeOp) and ints(user.perm) == TO_NHWC
+
+
+def _retarget(old: SSAValue, new: SSAValue) -> None:
+    """Give the users of ``old`` the value ``new``: the same shape and elements,
+    another layout (row-major where ``old`` is a strided view).
+
+    A tg compute op reads any layout: it takes ``new`` as it is. A view (slice,
+    transpose, view, reshape, contiguous) whose result type depends on its
+    operand's layout is rebuilt on ``new`` and its own users retargeted in turn
+    (an int8 convolution's taps, sliced from the permute); where the rebuilt
+    view's type is the old one's, the old view just takes ``new``. Any other user
+    (``tg.fused``, ``tg.shape``, another dialect's op, a view that has no
+    equivalent on ``new``) keeps reading ``old``."""
+    for use in list(old.uses):
+        user = use.operation
+        if user.dialect_name() == "tg" and not isinstance(user, _LAYOUT_DEPENDENT):
+            user.operands[use.index] = new
+            continue
+        rebuilt = _view_on(user, new)
+        if rebuilt is None:
+            continue
+        if rebuilt.results[0].type == user.results[0].type:
+            user.operands[use.index] = new
+            rebuilt.erase()
+            continue
+        block = user.parent_block()
+        assert block is not None
+        block.insert_op_before(rebuilt, user)
+        rebuilt.results[0].name_hint = user.results[0].name_hint
+        _retarget(user.results[0], rebuilt.results[0])
+        if not user.results[0].uses:
+            user.detach()
+            user.erase()
+
+
+def _view_on(user: Operation, new: SSAValue) -> Operation | None:
+    """``user``, a view, rebuilt on ``new``; None for any other op or where
+    ``new``'s layout has no such view."""
+    try:
+        if isinstance(user, tg.SliceOp):
+            starts, stops, steps = (ints(a) for a in (user.start, user.stop, user.step))
+            return tg.SliceOp(new, starts, stops, steps)
+        if isinstance(user, tg.TransposeOp):
+            return tg.TransposeOp(new, ints(user.perm))
+        if isinstance(user, tg.ViewOp | tg.ReshapeOp | tg.ContiguousOp):
+            return type(user)(new, shape_of(user.results[0].type))
+    except VerifyException:
+        return None
+    return None
 
 
 def _tokens_last(user: Operation) -> tg.TransposeOp | None:
@@ -444,6 +515,8 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
         return type(old)(lhs, rhs)
     if isinstance(old, tg.SelectOp):
         return tg.SelectOp(*(operand(v, role(v)) for v in old.operands))
+    if isinstance(old, tg.CastOp):
+        return tg.CastOp(operand(old.input, "data"), element_of(old.result.type))
     assert isinstance(old, tg.UnaryElementwiseOp), old.name
     return type(old)(operand(old.input, "data"))
 

@@ -1,11 +1,15 @@
 """``tensorize``: a 16 x 16 matmul tile becomes one warp's tensor-core operation
-(GPU), or a 16 x 4 block of byte products one ``vpdpbusd`` (CPU).
+(GPU), or a 16 x 4 block of byte products one ``vpdpbusd`` (CPU), or a block of
+an int8 matmul AMX tile products (CPU).
 
 The CPU's intrinsic, ``avx512_vnni`` (``tensorize{kernel="k" loop="j_i_i"
 intrinsic="avx512_vnni"}``), replaces the two loops of an int8 matmul's block
 (16 int32 columns, 4 bytes of K) by vector loads and one
 ``x86vector.avx512.vpdpbusd``: its rules and its errors are
-``qidao/passes/schedule/loops/vnni.py``'s. The rest of this page is the GPU's.
+``qidao/passes/schedule/loops/vnni.py``'s. ``amx_int8`` replaces the four loops
+of a 16-32 x K x 16-32 block (rows, groups of four bytes, columns, bytes) by AMX
+tile loads, ``tdpbusd`` products and stores, the sums in tiles for the whole K:
+``qidao/passes/schedule/loops/amx.py``. The rest of this page is the GPU's.
 
     for i in [0, 16), for j in [0, 16), for k in [0, 8)   ==>   the same loops, marked
       C[.., i, j] += A[.., i, k] * B[.., k, j]                {qd.tensorize = "wmma_tf32"}:
@@ -172,6 +176,8 @@ from qidao.passes.schedule.bind import (
     stride_threads,
     top_level_nest,
 )
+from qidao.passes.schedule.loops.amx import INTRINSIC as AMX_INTRINSIC
+from qidao.passes.schedule.loops.amx import AmxMatcher
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
@@ -687,18 +693,20 @@ def tensorize(module: ModuleOp, kernel: str, loop: str, intrinsic: str) -> None:
     """Check the tile headed by ``loop`` of ``kernel`` (rules 1-7) and mark it with
     ``intrinsic`` (one of ``INTRINSICS``)."""
     fn, head = find_loop(module, PRIMITIVE, kernel, loop)
-    if intrinsic == VNNI_INTRINSIC:  # the CPU's: the loops replaced (loops/vnni.py)
+    if intrinsic in (VNNI_INTRINSIC, AMX_INTRINSIC):  # the CPU's: loops replaced
         errors: dict[str, type[IllegalScheduleError]] = {
             "tile": NotMatmulTileError,
             "extent": TileExtentError,
             "dtype": TileDtypeError,
             "stride": TileStrideError,
         }
-        VnniMatcher(fn, head, kernel, loop, errors).rewrite()
+        matcher = VnniMatcher if intrinsic == VNNI_INTRINSIC else AmxMatcher
+        matcher(fn, head, kernel, loop, errors).rewrite()
         return
     if intrinsic not in INTRINSICS:
         known = ", ".join(f"{n} ({i.m}x{i.n}x{i.k})" for n, i in INTRINSICS.items())
         known += f", {VNNI_INTRINSIC} (CPU: 16 x 4 bytes, loops/vnni.py)"
+        known += f", {AMX_INTRINSIC} (CPU: 16-32 x K x 16-32 bytes, loops/amx.py)"
         raise InvalidArgumentError(
             PRIMITIVE,
             kernel,

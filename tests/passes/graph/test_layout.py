@@ -258,6 +258,37 @@ def test_permute_back_to_channels_last_reads_the_chain() -> None:
     assert not any(isinstance(op, tg.ContiguousOp) for op in after.walk()), after
 
 
+def test_nhwc_source_anchors_a_chain_and_the_next_permute_reads_it() -> None:
+    """An NCHW view of channels-last data (an int8 convolution's output) is an NHWC
+    source: the residual add that reads it and the block's NCHW input runs NHWC,
+    and the next convolution's permute to NHWC, its stride-2 tap sliced off it,
+    reads the chain's row-major result (the slice rebuilt on it): the only
+    transpose left is the NCHW input's, and no copy."""
+
+    def build(g: Graph, x: Value, skip: Value) -> Value:
+        s = g.relu(g.transpose(x, (0, 3, 1, 2)) + skip)
+        tap = g.slice(g.transpose(s, (0, 2, 3, 1)), (0, 0, 0, 0), None, (1, 2, 2, 1))
+        return g.exp(tap)
+
+    def reference(x: Any, skip: Any) -> Any:
+        s = torch.relu(x.permute(0, 3, 1, 2) + skip)
+        return torch.exp(s.permute(0, 2, 3, 1)[:, ::2, ::2, :])
+
+    g = Graph("main")
+    inputs = {"x": rand(1, 5, 5, 8), "skip": rand(1, 8, 5, 5)}
+    values = {name: g.input(name, a.shape) for name, a in inputs.items()}
+    g.output(build(g, **values))
+    before = g.module()
+    after = with_layout(before)
+    assert transposes(before) == 2 and transposes(after) == 1, str(after)
+    assert not any(isinstance(op, tg.ContiguousOp) for op in after.walk()), after
+    expected = reference(*(torch.from_numpy(a) for a in inputs.values())).numpy()
+    for module in (before, after):
+        (got,) = qidao.compile(module)(*inputs.values())
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    assert str(with_layout(after)) == str(after), "a second run changed the IR"
+
+
 def test_patches_flattened_to_tokens_read_the_chain() -> None:
     """Swin's patch embedding: conv, flatten(2), transpose(1, 2), then a norm over
     the channels: the tokens are a view of the chain's NHWC result."""

@@ -21,6 +21,7 @@ from qidao.compiler.targets.cpu.defaults import default_schedule
 from qidao.compiler.targets.cpu.emit import weight_symbols
 from qidao.compiler.targets.cpu.lower import lower
 from qidao.passes.schedule.bind import refuse_gpu_bindings
+from qidao.runtime.amx import amx_available
 from qidao.runtime.cpu import (
     JitError,
     JitModule,
@@ -51,11 +52,18 @@ class CpuTarget:
         "profile": False,
         "update_in_place": True,
         "vnni": None,
+        "amx": None,
     }
     """``vnni``: pack 8-bit weights for AVX-512 VNNI and compute int8 matmuls with
     ``vpdpbusd`` (the ``pack-vnni`` pass, ``tensorize``'s ``avx512_vnni``); None
     (the default): where the host CPU has it. True on a CPU without it is an
-    error (the program would stop on an illegal instruction)."""
+    error (the program would stop on an illegal instruction).
+
+    ``amx``: compute those int8 matmuls (their rhs packed: ``vnni`` on) with AMX
+    tile products (``tdpbusd``, ``tensorize``'s ``amx_int8``) where the shapes
+    allow; None (the default): where the CPU has AMX-INT8 and Linux grants the
+    process its tiles (``qidao/runtime/amx.py``). True where it cannot is an
+    error, as for ``vnni``."""
 
     def check(self, settings: Settings) -> None:
         vnni = settings.options["vnni"]
@@ -69,6 +77,16 @@ class CpuTarget:
         options = settings.options
         assert isinstance(options, dict)  # check_settings's merged options
         options["vnni"] = host_has(VNNI_FEATURE) if vnni is None else vnni
+        amx = settings.options["amx"]
+        if amx is not None and not isinstance(amx, bool):
+            raise TypeError(f"amx must be None, True or False, got {amx!r}")
+        if amx and not amx_available():
+            raise ValueError(
+                "amx=True, but this process cannot run AMX tile instructions (the "
+                "CPU lacks AMX-INT8, or the OS did not grant the tile state); leave "
+                "amx out (None) to use it where it exists"
+            )
+        options["amx"] = amx_available() if amx is None else amx
         if not isinstance(settings.options["update_in_place"], bool):
             raise TypeError(
                 "update_in_place must be True or False, got "
@@ -85,7 +103,9 @@ class CpuTarget:
         if isinstance(spec, str) and spec == "default":
 
             def defaults(s: Schedule) -> None:
-                applied["default_schedule"] = default_schedule(s, settings.threads)
+                applied["default_schedule"] = default_schedule(
+                    s, settings.threads, amx=bool(settings.options["amx"])
+                )
 
             spec = defaults
         records = settings.options["records"]

@@ -229,7 +229,7 @@ def test_a_failing_scheduler_puts_the_kernel_back(
         s.split(kernel, "i", 8)
         raise IllegalScheduleError("split", kernel, "i", "injected")
 
-    monkeypatch.setattr(defaults, "_schedulers", lambda: {"matmul": half_then_fail})
+    monkeypatch.setattr(defaults, "_schedulers", lambda amx: {"matmul": half_then_fail})
     compiled = qidao.compile(matmul_graph(64, 64, 64))
     (line,) = compiled.stats["default_schedule"].values()
     assert line.startswith("none: the matmul schedule failed") and "injected" in line

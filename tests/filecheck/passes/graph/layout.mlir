@@ -218,13 +218,14 @@ func.func @permute_back(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> 
   func.return %m : tensor<1x4x4x1xf32>
 }
 
-// Must not fire: the permute's result is returned and reshaped (types that
-// depend on its layout): it stays, over the row-major NCHW copy.
+// The permute's result is returned (a type that depends on its layout): it
+// stays, over the row-major NCHW copy. The reshape beside it is rebuilt on the
+// chain's NHWC value, a view of it now (it copied the strided permute before).
 // CHECK-LABEL: func.func @permute_back_read_by_a_view
 // CHECK:         %y = tg.transpose %y_nhwc perm = [0, 3, 1, 2]
 // CHECK-NEXT:    %y_1 = tg.contiguous %y
 // CHECK-NEXT:    %t = tg.transpose %y_1 perm = [0, 2, 3, 1] : tensor<1x16x4x4xf32> -> tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>
-// CHECK-NEXT:    %r = tg.reshape %t
+// CHECK-NEXT:    %r = tg.reshape %y_nhwc : tensor<1x4x4x16xf32> -> tensor<1x256xf32>
 // CHECK-NEXT:    func.return %r, %t
 func.func @permute_back_read_by_a_view(%x: tensor<1x16x4x4xf32>, %w: tensor<16x16x1x1xf32>) -> (tensor<1x256xf32>, tensor<1x4x4x16xf32, strided<[256, 4, 1, 16]>>) {
   %y = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>

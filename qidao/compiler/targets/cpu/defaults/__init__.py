@@ -48,7 +48,7 @@ __all__ = ["default_schedule"]
 Scheduler = Callable[[Schedule, str, int], str]
 
 
-def _schedulers() -> dict[str, Scheduler]:
+def _schedulers(amx: bool) -> dict[str, Scheduler]:
     from qidao.compiler.targets.cpu.defaults.loops import (
         schedule_elementwise,
         schedule_rows,
@@ -76,7 +76,7 @@ def _schedulers() -> dict[str, Scheduler]:
 
     return {
         "matmul": schedule_matmul,
-        "matmul_integer": schedule_matmul_integer,
+        "matmul_integer": functools.partial(schedule_matmul_integer, amx=amx),
         "conv2d": conv,
         "rows": schedule_rows,
         "elementwise": schedule_elementwise,
@@ -97,10 +97,11 @@ def _kind(s: Schedule, kernel: str, ops: str) -> str:
     return kind
 
 
-def default_schedule(s: Schedule, threads: int) -> dict[str, str]:
+def default_schedule(s: Schedule, threads: int, amx: bool = False) -> dict[str, str]:
     """Apply the default schedule of each kernel of ``s``; kernel -> what was done
-    (or ``"none: <reason>"``)."""
-    schedulers = _schedulers()
+    (or ``"none: <reason>"``). ``amx``: int8 matmuls may use AMX tiles (the CPU
+    target's ``amx`` option)."""
+    schedulers = _schedulers(amx)
     report: dict[str, str] = {}
     for kernel, ops in s.kernels().items():
         kind = _kind(s, kernel, ops)

@@ -1,5 +1,8 @@
 """The default schedule of an int8 matmul (``tg.matmul_integer``, rhs packed for
-VNNI): a register tile of int32 accumulators, each 16 x 4 block one ``vpdpbusd``.
+VNNI): AMX tiles where the CPU target's ``amx`` option is on and the shapes fit
+(:func:`schedule_amx`: blocks of 32 x 32 int32 sums in tiles for the whole K,
+``tdpbusd``), else a register tile of int32 accumulators, each 16 x 4 block one
+``vpdpbusd`` (below).
 
 The kernel's nests are ``[b..]_init, i_init, j_init`` (C = 0) and ``[b..], i, k,
 j, r`` (``C[i, j] += A[i, 4k + r] * P[k, j, r]``, ``k`` over groups of four,
@@ -37,14 +40,100 @@ from qidao.compiler.targets.cpu.defaults.matmul import (
     _copy_loops,
 )
 from qidao.dialects.x86vector import GROUP, LANES
+from qidao.passes.schedule.loops.amx import INTRINSIC as AMX_INTRINSIC
 from qidao.passes.schedule.loops.vnni import INTRINSIC
 
 TILE_J = 32
 """Two registers of 16 int32 columns."""
+AMX_TILE = 16
+"""An AMX tile's rows (of A and C) and int32 columns (of C); its 64 bytes of K."""
 
 
-def schedule_matmul_integer(s: Schedule, kernel: str, threads: int) -> str:
-    """Register-tile the VNNI int8 matmul ``kernel`` (module docstring)."""
+def schedule_matmul_integer(
+    s: Schedule, kernel: str, threads: int, amx: bool = False
+) -> str:
+    """Schedule the packed int8 matmul ``kernel``: AMX tiles where ``amx`` and the
+    shapes allow (:func:`schedule_amx`), else the VNNI register tile (module
+    docstring)."""
+    m, k, n = _shape(s, kernel)
+    if amx and amx_applies(m, k, n) is None:
+        return schedule_amx(s, kernel, threads, m, k, n)
+    if n % LANES:
+        raise NotApplicable(f"N = {n} is not a multiple of {LANES}")
+    tile_j = TILE_J if n % TILE_J == 0 else LANES
+    tile_i = m if m <= ONE_TILE_ROWS else TILE_I
+    s.split(kernel, "i", tile_i)
+    s.split(kernel, "j", tile_j)
+    s.reorder(kernel, "j_o", "i_o", "k", "i_i", "j_i", "r")
+    _zero_per_tile(s, kernel)
+    done = [f"{tile_i}x{tile_j} register tile of int32 C, vpdpbusd"]
+    done += _parallel(s, kernel, threads, m, k, n, tile_j)
+    tiles = [""]
+    if m % tile_i:
+        tiles.append(s.peel(kernel, "i_o").removeprefix("i_o"))
+        done.append(f"the last {m % tile_i} rows in a peeled tile (i_o_t)")
+    for suffix in tiles:
+        _vnni_tile(s, kernel, suffix, tile_j)
+    return ", ".join(done)
+
+
+def amx_applies(m: int, k: int, n: int) -> str | None:
+    """Why the AMX schedule does not apply to an ``m x 4k x n`` product, or None:
+    it needs whole tiles along N (16 columns) and K (64 bytes) and at least one
+    along M (16 rows); the rows past the last whole tile go to VNNI."""
+    if n % AMX_TILE:
+        return f"N = {n} is not a multiple of {AMX_TILE}"
+    if k % AMX_TILE:
+        return f"K = {GROUP * k} is not a multiple of {GROUP * AMX_TILE}"
+    if m < AMX_TILE:
+        return f"M = {m} is under {AMX_TILE} rows"
+    return None
+
+
+def schedule_amx(s: Schedule, kernel: str, threads: int, m: int, k: int, n: int) -> str:
+    """Blocks of 32 (or 16) rows x 32 (or 16) columns, each the whole K in AMX
+    tiles (``tensorize``'s ``amx_int8``); the rows past the last whole block, when
+    M is not a multiple of 16, in a VNNI register tile.
+
+    In primitives::
+
+        split i by TILE_I, j by TILE_J        i_o, i_i, j_o, j_i
+        reorder j_o, i_o, i_i, k, j_i, r      a column panel of P outermost
+        compute_at init, i_o                  the block zeroed in the block
+        peel i_o                              when TILE_I does not divide M (i_o_t)
+        tensorize i_i amx_int8                i_i x k x j_i x r: tile products
+        parallel j_o                          when threads > 1 and the work pays
+        (the peeled rows: reorder k above i_i, then the VNNI tile)
+
+    TILE_I is 32 (two tiles of rows, each B tile used twice) unless M mod 32 is
+    16 or more, when 16 leaves fewer rows to the peeled VNNI tile (M = 49: 48 in
+    tiles, 1 peeled, not 32 and 17); TILE_J is 32 where it divides N.
+    """
+    tile_i = (
+        2 * AMX_TILE
+        if m >= 2 * AMX_TILE and m % (2 * AMX_TILE) < AMX_TILE
+        else AMX_TILE
+    )
+    tile_j = 2 * AMX_TILE if n % (2 * AMX_TILE) == 0 else AMX_TILE
+    s.split(kernel, "i", tile_i)
+    s.split(kernel, "j", tile_j)
+    s.reorder(kernel, "j_o", "i_o", "i_i", "k", "j_i", "r")
+    _zero_per_tile(s, kernel)
+    done = [f"{tile_i}x{tile_j} blocks of int32 C in AMX tiles, tdpbusd"]
+    done += _parallel(s, kernel, threads, m, k, n, tile_j)
+    rest = m % tile_i
+    if rest:
+        suffix = s.peel(kernel, "i_o").removeprefix("i_o")
+        done.append(f"the last {rest} rows in a peeled VNNI tile (i_o{suffix})")
+    s.tensorize(kernel, "i_i", AMX_INTRINSIC)
+    if rest:
+        s.reorder(kernel, f"k{suffix}", f"i_i{suffix}", f"j_i{suffix}", f"r{suffix}")
+        _vnni_tile(s, kernel, suffix, tile_j)
+    return ", ".join(done)
+
+
+def _shape(s: Schedule, kernel: str) -> tuple[int, int, int]:
+    """``(M, K / 4, N)`` of a packed int8 matmul's ``i, k, j, r`` nest."""
     loops = s.loops(kernel)
     if "r" not in loops:
         raise NotApplicable("the rhs is not packed for VNNI (no r loop)")
@@ -55,36 +144,36 @@ def schedule_matmul_integer(s: Schedule, kernel: str, threads: int) -> str:
     m, k, n = extents["i"], extents["k"], extents["j"]
     if m is None or k is None or n is None:
         raise NotApplicable("the i, k, j loops have non-constant bounds")
-    if n % LANES:
-        raise NotApplicable(f"N = {n} is not a multiple of {LANES}")
-    tile_j = TILE_J if n % TILE_J == 0 else LANES
-    tile_i = m if m <= ONE_TILE_ROWS else TILE_I
-    s.split(kernel, "i", tile_i)
-    s.split(kernel, "j", tile_j)
-    s.reorder(kernel, "j_o", "i_o", "k", "i_i", "j_i", "r")
-    init = next(name for name in loops if name.endswith("_init"))
+    return m, k, n
+
+
+def _zero_per_tile(s: Schedule, kernel: str) -> None:
+    init = next(name for name in s.loops(kernel) if name.endswith("_init"))
     s.compute_at(kernel, init, "i_o")
-    done = [f"{tile_i}x{tile_j} register tile of int32 C, vpdpbusd"]
-    flops = 2 * m * n * k * GROUP
-    if threads > 1 and flops >= PARALLEL_MIN_FLOPS and n // tile_j > 1:
+
+
+def _parallel(
+    s: Schedule, kernel: str, threads: int, m: int, k: int, n: int, tile_j: int
+) -> list[str]:
+    if threads > 1 and 2 * m * n * k * GROUP >= PARALLEL_MIN_FLOPS and n // tile_j > 1:
         s.parallel(kernel, "j_o")
-        done.append(f"j_o on {threads} threads")
-    tiles = [""]
-    if m % tile_i:
-        tiles.append(s.peel(kernel, "i_o").removeprefix("i_o"))
-        done.append(f"the last {m % tile_i} rows in a peeled tile (i_o_t)")
-    for suffix in tiles:
-        tile = f"i_o{suffix}"
-        s.cache_write(kernel, tile)
-        j_i = f"j_i{suffix}"
-        unrolled = [f"i_i{suffix}"]
-        if tile_j > LANES:
-            s.split(kernel, j_i, LANES)
-            j_i = f"{j_i}_i"
-            unrolled.insert(0, f"j_i{suffix}_o")
-        s.tensorize(kernel, j_i, INTRINSIC)
-        for copy in ("cw", "wb"):
-            unrolled += _copy_loops(s, kernel, f"{tile}_{copy}_i")[::-1]
-        for loop in unrolled:
-            s.unroll(kernel, loop, 0)
-    return ", ".join(done)
+        return [f"j_o on {threads} threads"]
+    return []
+
+
+def _vnni_tile(s: Schedule, kernel: str, suffix: str, tile_j: int) -> None:
+    """The register tile of loops ``i_o<suffix>``: C cached in a local buffer,
+    16-column blocks one ``vpdpbusd``, unrolled."""
+    tile = f"i_o{suffix}"
+    s.cache_write(kernel, tile)
+    j_i = f"j_i{suffix}"
+    unrolled = [f"i_i{suffix}"]
+    if tile_j > LANES:
+        s.split(kernel, j_i, LANES)
+        j_i = f"{j_i}_i"
+        unrolled.insert(0, f"j_i{suffix}_o")
+    s.tensorize(kernel, j_i, INTRINSIC)
+    for copy in ("cw", "wb"):
+        unrolled += _copy_loops(s, kernel, f"{tile}_{copy}_i")[::-1]
+    for loop in unrolled:
+        s.unroll(kernel, loop, 0)
