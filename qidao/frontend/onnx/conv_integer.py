@@ -86,10 +86,10 @@ def nhwc_int8_conv(
     if not is_row_major(columns.ssa.type):  # a channels-first tensor read NHWC
         columns = g.contiguous(columns)
     matrix = np.ascontiguousarray(weight.transpose(2, 3, 1, 0).reshape(kh * kw * c, f))
-    acc = g.matmul_integer(columns, g.constant(matrix))
+    acc = g.reshape(g.matmul_integer(columns, g.constant(matrix)), (n, oh, ow, f))
     shift = -np.int64(x_zero_point) * matrix.astype(np.int64).sum(axis=0)
     if bias is not None:
         shift = shift + bias.astype(np.int64)
-    if shift.any():
+    if shift.any():  # after the reshape: it fuses with the caller's requantization
         acc = acc + g.constant(shift.astype(np.int32))
-    return g.reshape(acc, (n, oh, ow, f))
+    return acc
