@@ -45,9 +45,7 @@ wrapping int32 arithmetic, summed in another order (exact).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from xdsl.dialects import affine, arith, func
+from xdsl.dialects import affine, arith
 from xdsl.dialects.builtin import AffineMapAttr, IndexType, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -63,7 +61,6 @@ from qidao.dialects.amx import (
     memref_strides,
 )
 from qidao.dialects.x86vector import GROUP
-from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.linear import coefficient
 from qidao.passes.schedule.loops.nest import (
     body_ops,
@@ -85,30 +82,19 @@ K_STEP = MAX_COLSB // GROUP
 C_TILES, A_TILES, B_TILES = (0, 1, 2, 3), (4, 5), (6, 7)
 
 
-@dataclass
-class AmxMatcher:
-    """Checks and rewrites the block headed by ``head`` (module docstring);
-    ``errors`` maps ``"tile"``, ``"extent"``, ``"dtype"``, ``"stride"`` to the
-    ``TileError`` subclass of each rule."""
-
-    fn: func.FuncOp
-    head: affine.ForOp
-    kernel: str
-    loop: str
-    errors: dict[str, type[IllegalScheduleError]]
-
-    def fail(self, rule: str, reason: str) -> IllegalScheduleError:
-        return self.errors[rule]("tensorize", self.kernel, self.loop, reason)
+class AmxMatcher(VnniMatcher):
+    """Checks and rewrites the block headed by ``head`` (module docstring): the
+    body is ``avx512_vnni``'s (``VnniMatcher._block``), the loops and the moves
+    this intrinsic's own."""
 
     def rewrite(self) -> None:
         """Check the block, then replace its four loops by tile products."""
         i_loop, k_loop, j_loop, r_loop = self._loops()
-        vnni = VnniMatcher(self.fn, self.head, self.kernel, self.loop, self.errors)
-        block = vnni._block(r_loop)
+        block = self._block(r_loop)
         ivs = {"i": iv(i_loop), "k": iv(k_loop), "j": iv(j_loop), "r": iv(r_loop)}
-        self._check_moves(block.a, "A", ivs, {"i": (1, 1), "k": (0, 4), "r": (0, 1)})
-        self._check_moves(block.p, "P", ivs, {"k": (2, 1), "j": (1, 1), "r": (0, 1)})
-        self._check_moves(block.c, "C", ivs, {"i": (1, 1), "j": (0, 1)})
+        self._check_moves_of(block.a, "A", ivs, {"i": (1, 1), "k": (0, 4), "r": (0, 1)})
+        self._check_moves_of(block.p, "P", ivs, {"k": (2, 1), "j": (1, 1), "r": (0, 1)})
+        self._check_moves_of(block.c, "C", ivs, {"i": (1, 1), "j": (0, 1)})
         self._check_layout(block.a, block.p, block.c)
         a_rows = _extent(i_loop) // ROWS
         b_cols = _extent(j_loop) // ROWS
@@ -185,7 +171,7 @@ class AmxMatcher:
         self.head.detach()
         self.head.erase()
 
-    def _loops(self) -> list[affine.ForOp]:
+    def _loops(self) -> list[affine.ForOp]:  # type: ignore[override]
         loops = [self.head]
         for _ in range(3):
             ops = body_ops(loops[-1])
@@ -229,7 +215,7 @@ class AmxMatcher:
                 )
         return loops
 
-    def _check_moves(
+    def _check_moves_of(
         self,
         op: affine.LoadOp,
         what: str,

@@ -44,13 +44,13 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
-    StridedLayoutAttr,
     VectorType,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
+from qidao.dialects.amx import memref_strides
 from qidao.dialects.x86vector import GROUP, LANES, Vpdpbusd
 from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.linear import coefficient
@@ -217,7 +217,7 @@ class VnniMatcher:
                 )
             t = op.memref.type
             assert isinstance(t, MemRefType)
-            strides = _strides(t)
+            strides = memref_strides(t)
             if strides[-1] != 1:
                 raise self.fail(
                     "stride", f"{what}'s last dimension has stride {strides[-1]}"
@@ -247,18 +247,6 @@ def _index(op: affine.LoadOp | affine.StoreOp) -> tuple[object, ...]:
 
 def _element(t: Attribute) -> Attribute | None:
     return t.get_element_type() if isinstance(t, MemRefType) else None
-
-
-def _strides(t: MemRefType[Attribute]) -> tuple[int, ...]:
-    layout = t.layout
-    if isinstance(layout, StridedLayoutAttr):
-        return tuple(s if s is not None else -1 for s in layout.get_strides())
-    shape = t.get_shape()
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
 
 
 def _loop_name(loop: affine.ForOp) -> str:
