@@ -30,6 +30,7 @@ W_CONV = (RNG.standard_normal((64, 16, 3, 3)) * 0.1).astype(np.float32)
 W_MAT = RNG.standard_normal((16, 8)).astype(np.float32)
 SHIFT = np.full(64, 0.1, np.float32)
 W_INT8 = RNG.integers(-128, 128, (8, 16)).astype(np.int8)
+B_INT32 = RNG.integers(-1000, 1000, 16).astype(np.int32)
 
 
 def sink() -> Graph:
@@ -39,7 +40,8 @@ def sink() -> Graph:
     relu(relu) (collapse-unary), a batched matmul by a matrix
     (collapse-matmul-batch), ``* 1`` (simplify), the same expression twice (cse),
     two identical kernels (dedupe-kernels) and an int8 matmul by a constant
-    (pack-vnni, where the CPU has AVX-512 VNNI)."""
+    (pack-vnni, where the CPU has AVX-512 VNNI), reshaped, plus a bias
+    (sink-reshape)."""
     g = Graph("main")
     x = g.input("x", (1, 16, 8, 8))
     a = g.input("a", (2, 4, 16))
@@ -50,7 +52,8 @@ def sink() -> Graph:
     m = g.mul(g.matmul(a, W_MAT), g.constant(np.ones((), np.float32)))
     c = g.add(g.constant(np.float32(2.0)), g.constant(np.float32(3.0)))
     g.output(y, g.relu(g.add(g.exp(m), c)), g.relu(g.add(g.exp(m), c)))
-    g.output(g.matmul_integer(q, W_INT8))
+    p = g.reshape(g.matmul_integer(q, W_INT8), (1, 3, 16))
+    g.output(g.add(p, g.constant(B_INT32)))
     return g
 
 
@@ -63,7 +66,8 @@ def reference(x: np.ndarray, a: np.ndarray, q: np.ndarray) -> list[np.ndarray]:
         conv / np.sqrt(1 + 1e-5) + torch.from_numpy(SHIFT).double()[:, None, None]
     )
     m = np.maximum(np.exp(a.astype(np.float64) @ W_MAT) + 5.0, 0)
-    return [y.numpy(), m, m, q.astype(np.int64) @ W_INT8.astype(np.int64)]
+    p = q.astype(np.int64) @ W_INT8.astype(np.int64) + B_INT32
+    return [y.numpy(), m, m, p.reshape(1, 3, 16)]
 
 
 INPUTS = [
@@ -108,8 +112,8 @@ def changed_by_default() -> list[str]:
 def test_each_optional_pass_is_skipped_and_the_answer_holds(
     name: str, changed_by_default: list[str]
 ) -> None:
-    if name == "pack-vnni" and not host_has(VNNI_FEATURE):
-        pytest.skip("this CPU has no AVX-512 VNNI: pack-vnni does not run")
+    if name in ("pack-vnni", "sink-reshape") and not host_has(VNNI_FEATURE):
+        pytest.skip(f"this CPU has no AVX-512 VNNI: {name} does not run")
     # the pass does something here ...
     assert name in changed_by_default, (
         f"the optional pass '{name}' does not change sink(): add to sink() "
@@ -239,9 +243,11 @@ def test_a_diff_holds_the_lines_a_pass_removed_and_added() -> None:
 
 def test_before_prints_the_ir_the_pass_gets() -> None:
     """The IR before ``fuse`` is the IR after the passes that ran before it
-    (``materialize-padding``, then ``dce``, which changes nothing here)."""
+    (``materialize-padding``, then ``dce``, which changes nothing here; with
+    ``vnni=False`` ``sink-reshape`` does not run, on any CPU)."""
     _, text = printed(
         sink(),
+        vnni=False,
         debug=qidao.PrintIR(after=["materialize-padding", "dce"], before=["fuse"]),
     )
     (t1, padded), (t2, _), (t3, before_fuse), _ = sections(text)

@@ -63,6 +63,9 @@ class MatmulIntegerOp(TgOp):
     """
 
     KERNEL_KIND: ClassVar[str] = "matmul_integer"
+    FUSION: ClassVar[str] = "anchor"
+    """An epilogue of any element type joins it (the requantization): its kernel
+    sums in an int32 buffer of its own (``lowering/matmul_integer.py``)."""
 
     name = "tg.matmul_integer"
     lhs = operand_def(TensorType)

@@ -46,7 +46,14 @@ the rules add what depends on its operands, type and uses.
    - *Epilogue*: the elementwise ops computed from the ``tg.matmul``/``tg.conv2d``
      result join, as long as each has the result's shape and element type (their
      other operands, graph values or constants, are read broadcast to that shape)
-     and the group keeps **one** value used outside it. The epilogue may be a DAG:
+     and the group keeps **one** value used outside it. A ``tg.matmul_integer``'s
+     epilogue may change the element type (int32 sums requantized to int8): its
+     kernel sums in an int32 buffer of its own and the epilogue writes the
+     output (``sink-reshape`` first moves an int8 convolution's reshape to NHWC
+     below its requantization, so that the two meet in the product's shape).
+     Its elementwise side inputs join too (a residual's dequantization, used
+     only there). Only with the option ``integer_epilogues`` (the pipeline's
+     ``vnni``: the CPU's int8 schedules keep that buffer per tile). The epilogue may be a DAG:
      GELU, ``h * 0.5 * (1 + erf(h / sqrt 2))``, uses ``h`` twice and joins whole.
      When the grown group would have two values used outside (an intermediate
      that is also a graph output, a ``h`` that another matmul reads too), it falls
@@ -127,7 +134,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects.attributes import UPDATE_ATTR
-from qidao.dialects.tg import FusedOp, ReduceOp, YieldOp
+from qidao.dialects.tg import FusedOp, MatmulIntegerOp, ReduceOp, YieldOp
 from qidao.dialects.tg.base import TgOp
 from qidao.dialects.tg.types import element_of, shape_of
 
@@ -169,6 +176,11 @@ class FusePass(ModulePass):
 
     name = "fuse"
 
+    integer_epilogues: bool = False
+    """Whether a ``tg.matmul_integer`` takes an epilogue (its kernel sums in a
+    buffer of its own, which the CPU's int8 schedules keep per tile; the
+    pipeline sets it with ``vnni``: the CUDA emitter has no kernel-local buffer)."""
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         blocks = [
             block
@@ -179,7 +191,7 @@ class FusePass(ModulePass):
         ]
         for block in blocks:
             _fuse_rows(block)
-            _fuse_anchors(block)
+            _fuse_anchors(block, self.integer_epilogues)
             for group in _elementwise_groups(block):
                 _outline(group)
 
@@ -294,20 +306,59 @@ def _dataflow(block: Block) -> nx.DiGraph:
 # rule 2: matmul and conv2d with epilogues
 
 
-def _fuse_anchors(block: Block) -> None:
-    anchors = [op for op in block.ops if _role(op) == "anchor"]
+def _fuse_anchors(block: Block, integer_epilogues: bool) -> None:
+    anchors = [
+        op
+        for op in block.ops
+        if _role(op) == "anchor"
+        and (integer_epilogues or not isinstance(op, MatmulIntegerOp))
+    ]
     for anchor in anchors:
-        group = [anchor, *_epilogue(anchor, block)]
-        if len(group) > 1:
-            _outline(sorted(group, key=block.get_operation_index))
+        epilogue = _epilogue(anchor, block)
+        if epilogue:
+            # the anchor first, which names the kernel's kind (a side input of an
+            # int8 product's epilogue may come before it in the block, but does
+            # not use it), then the rest in block order
+            _outline([anchor, *sorted(epilogue, key=block.get_operation_index)])
 
 
 def _epilogue(anchor: Operation, block: Block) -> list[Operation]:
-    """The epilogue DAG if it leaves one value used outside, else the chain."""
+    """The epilogue DAG if it leaves one value used outside, else the chain (an
+    int8 product's with its side inputs)."""
     dag = _epilogue_dag(anchor, block)
-    if len(_escaping({anchor, *dag})) == 1:
-        return dag
-    return _epilogue_chain(anchor)
+    if len(_escaping({anchor, *dag})) != 1:
+        dag = _epilogue_chain(anchor)
+    if isinstance(anchor, MatmulIntegerOp):
+        dag += _side_inputs(anchor, dag, block)
+    return dag
+
+
+def _side_inputs(
+    anchor: Operation, epilogue: list[Operation], block: Block
+) -> list[Operation]:
+    """The elementwise producers of epilogue operands (and theirs) that nothing
+    else uses, of the anchor's shape: a block's residual, dequantized in its own
+    chain, joins its requantization (rule 3's principle: one use, no
+    recomputation). Only for ``tg.matmul_integer``, whose epilogues have them."""
+    flow = _dataflow(block)
+    inside: set[Operation] = {anchor, *epilogue}
+    frontier = list(epilogue)
+    added: list[Operation] = []
+    while frontier:
+        member = frontier.pop(0)
+        for operand in member.operands:
+            producer = operand.owner
+            if (
+                isinstance(producer, Operation)
+                and producer not in inside
+                and operand.has_one_use()
+                and _joins_epilogue(producer, anchor)
+                and _is_convex(inside | {producer}, flow)
+            ):
+                inside.add(producer)
+                added.append(producer)
+                frontier.append(producer)
+    return added
 
 
 def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
@@ -316,7 +367,11 @@ def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
         and UPDATE_ATTR not in op.attributes  # update-in-place needs its own kernel
         and op.parent is anchor.parent
         and shape_of(op.results[0].type) == shape_of(anchor.results[0].type)
-        and element_of(op.results[0].type) == element_of(anchor.results[0].type)
+        and (
+            # an int8 product sums in a buffer of its own: any type may follow
+            isinstance(anchor, MatmulIntegerOp)
+            or element_of(op.results[0].type) == element_of(anchor.results[0].type)
+        )
     )
 
 
@@ -389,8 +444,8 @@ def _elementwise_groups(block: Block) -> list[list[Operation]]:
 
 
 def _outline(group: list[Operation]) -> None:
-    """Replace ``group`` (convex, in block order) by one ``tg.fused`` at the place of
-    its last op. Its results are the members' results used outside the group (the
+    """Replace ``group`` (convex, in block order, or an anchor then the rest in
+    block order) by one ``tg.fused`` at the place of its last op. Its results are the members' results used outside the group (the
     last op's if none is); ops between the members that use them move after it."""
     members = set(group)
     last = group[-1]

@@ -15,8 +15,9 @@ i by 8 and j by 32, ``reorder(i_o, j_o, k, i_i, j_i)``, ``cache_write(j_o)``), t
 ``vectorize`` of ``j_i``, the copy loops' inner loops, and full ``unroll`` of the
 rest, LLVM keeps the 8 x 32 tile in sixteen ``<16 x float>`` registers.
 
-The memref is the one that the ``affine.store`` ops in L's body write (there must be
-exactly one). Each of its accesses in L's body is split into a part affine in the
+The memref is the one that the ``affine.store`` ops in L's body write; when they
+write several, the one L's body also loads (the accumulator: a fused epilogue
+only stores its output, an int8 product's epilogue writes ``out`` from its sums). Each of its accesses in L's body is split into a part affine in the
 induction variables of loops inside L (constant lower bound, a constant bound on the
 trip count) and a part invariant in L's body (values defined outside L, and L's own
 induction variable). The invariant parts must be equal up to a constant in each
@@ -34,14 +35,22 @@ body, at the box-relative index ``[v_0, ..., v_{rank-1}]``, each loop running at
 least as far as the copy-in would have (its upper bounds are constants of at least
 the box's extent, or the clipped ``S_d - b_d`` itself). The values copied in would
 all be overwritten before any load, so the copy loops are left out. The write-back
-is always kept: it is what puts the tile into the memref.
+is what puts the tile into the memref, and is kept, but for one case:
+
+**No write-back** when, besides, the memref is the kernel's own buffer
+(``memref.alloc``/``alloca``, not an argument) and nothing outside L's body uses
+it but its ``memref.dealloc``: no one reads the tile after L, so the alloca
+replaces the buffer, which goes (with its dealloc). An int8 product's int32 sums
+(``lowering/matmul_integer.py``), with the init and the epilogue moved into the
+tile loop by ``compute_at``, then never leave the tile.
 
 Tails: when a loop inside L has a ``min`` upper bound (``split`` by a factor that
 does not divide the extent), the copy loops of the box are clipped to the memref's
 shape (``min(C, N - b)``), which must be static.
 
 Legality (an ``IllegalScheduleError``/``LoopNotFoundError`` naming kernel, loop and
-reason; the module is left as it was): L's body stores to one memref, through
+reason; the module is left as it was): L's body stores to one memref (or to
+several of which it loads exactly one), through
 ``affine.store`` only, and uses it only in ``affine.load``/``affine.store``; every
 index of those accesses is affine as above (no value computed inside L's body, no
 ``mod``/``floordiv`` of an inner loop); the footprint has at most 4096 elements; the
@@ -117,19 +126,46 @@ MAX_ELEMENTS = 4096
 
 
 def _target(kernel: str, name: str, loop: affine.ForOp) -> SSAValue:
+    """The memref ``loop``'s body stores to; of several, the one it also loads
+    (the accumulator: an epilogue only stores its output)."""
     stored: list[SSAValue] = []
+    loaded: list[SSAValue] = []
     for op in loop.body.walk():
         if isinstance(op, affine.StoreOp) and not any(op.memref is m for m in stored):
             stored.append(op.memref)
-    if len(stored) != 1:
+        if isinstance(op, affine.LoadOp) and not any(op.memref is m for m in loaded):
+            loaded.append(op.memref)
+    if len(stored) == 1:
+        return stored[0]
+    updated = [m for m in stored if any(m is n for n in loaded)]
+    if len(updated) != 1:
         raise IllegalScheduleError(
             PRIMITIVE,
             kernel,
             name,
-            f"its body must store (affine.store) to exactly one memref, "
-            f"it stores to {len(stored)}",
+            f"its body must store (affine.store) to one memref, or to several of "
+            f"which it also loads exactly one (the accumulator); it stores to "
+            f"{len(stored)} and loads {len(updated)} of them",
         )
-    return stored[0]
+    return updated[0]
+
+
+def _lives_inside(
+    target: SSAValue, loop: affine.ForOp
+) -> memref.AllocOp | memref.AllocaOp | None:
+    """The kernel's own buffer (``memref.alloc``/``alloca``) ``target`` when every
+    use of it but its ``memref.dealloc`` is in ``loop``'s body (nothing reads the
+    tile after the loop, so it needs no write-back and the buffer can go), else
+    None."""
+    alloc = target.owner
+    if not isinstance(alloc, memref.AllocOp | memref.AllocaOp):
+        return None
+    for use in target.uses:
+        if isinstance(use.operation, memref.DeallocOp):
+            continue
+        if not loop.is_ancestor(use.operation):
+            return None
+    return alloc
 
 
 def _stores_whole_box(loop: affine.ForOp, plan: Footprint) -> bool:
@@ -222,7 +258,9 @@ def cache_write(module: ModuleOp, kernel: str, loop: str) -> None:
     )
     rank = len(plan.extents)
     copy_in = not _stores_whole_box(target_loop, plan)
-    kinds = ("cw", "wb") if copy_in else ("wb",)
+    # a buffer of the kernel's own that only this loop uses: the tile replaces it
+    local = None if copy_in else _lives_inside(plan.target, target_loop)
+    kinds = ("cw", "wb") if copy_in else () if local else ("wb",)
     check_new_names(
         fn,
         [f"{loop}_{kind}_i{d}" for kind in kinds for d in range(rank)],
@@ -243,7 +281,8 @@ def cache_write(module: ModuleOp, kernel: str, loop: str) -> None:
         copy_nest(f"{loop}_cw_i", plan, alloca.memref, block, first, True)
     terminator = block.last_op
     assert isinstance(terminator, affine.YieldOp)
-    copy_nest(f"{loop}_wb_i", plan, alloca.memref, block, terminator, False)
+    if local is None:
+        copy_nest(f"{loop}_wb_i", plan, alloca.memref, block, terminator, False)
     for access in plan.accesses:
         op = access.op
         new_map, new_operands = compact_map(access.relative, list(op.indices))
@@ -262,6 +301,12 @@ def cache_write(module: ModuleOp, kernel: str, loop: str) -> None:
         parent.insert_op_before(new, op)
         op.detach()
         op.erase()
+    if local is not None:
+        for use in list(local.memref.uses):
+            use.operation.detach()
+            use.operation.erase()
+        local.detach()
+        local.erase()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,13 @@ the body. N's loop ``d`` runs over ``[0, E_d)``, or over ``[0, min(E_d, S_d - b_
 where the last tile passes the end of M's shape ``S`` (a split tail), and its
 induction variable ``v`` becomes ``b_d + v`` in N's indices.
 
+A consumer N that writes a memref T does not touch (an int8 product's epilogue
+writes ``out`` from the int32 sums T accumulates in a buffer of the kernel's own)
+is tiled by the one memref it reads that T writes, M = the sums: N must read M
+and write its own output pointwise, both of M's shape, and nothing from T to N
+may touch the output. Each tile of the output is then computed from the finished
+tile of M, right after L's body finishes it.
+
 With the register tile of a fused matmul (``split`` i by 8 and j by 32,
 ``reorder(i_o, j_o, k, i_i, j_i)``), ``compute_at`` of the init nest ``i_init`` and
 of the epilogue nest ``i_epi`` at ``j_o`` put the whole life of an 8 x 32 tile of
@@ -642,10 +649,66 @@ def _place(moved: affine.ForOp, target_loop: affine.ForOp, before: bool) -> None
         target_block.insert_op_before(moved, terminator)
 
 
+def _link(site: _Site, written: SSAValue, band: list[affine.ForOp]) -> SSAValue:
+    """The memref M that tiles a consumer N writing ``written`` (W): W itself when
+    T uses it, else the one memref N reads and T writes (an int8 product's sums,
+    which its epilogue turns into another output). N must read M pointwise, and
+    neither T nor an op between N and T may touch W."""
+    if site.before or any(site.top.is_ancestor(use.operation) for use in written.uses):
+        return written
+    top_writes = _effects([site.top]).writes
+    read: list[SSAValue] = []
+    for op in site.moved.walk():
+        if (
+            isinstance(op, affine.LoadOp)
+            and _alias_key(op.memref) in top_writes
+            and not any(op.memref is m for m in read)
+        ):
+            read.append(op.memref)
+    if len(read) != 1:
+        raise site.fail(
+            f"its body does not use {_label(written)}, the memref the nest "
+            f"'{site.nest}' writes, and the nest reads {len(read)} memrefs its "
+            "nest writes (one links the two)"
+        )
+    (link,) = read
+    link_type, written_type = link.type, written.type
+    assert isinstance(link_type, MemRefType) and isinstance(written_type, MemRefType)
+    if link_type.get_shape() != written_type.get_shape():
+        raise site.fail(
+            f"the nest '{site.nest}' writes {_label(written)} of shape "
+            f"{list(written_type.get_shape())} from {_label(link)} of shape "
+            f"{list(link_type.get_shape())}; a tile of one is a tile of the other "
+            "only when the shapes are equal"
+        )
+    ivs = [iv(band_loop) for band_loop in band]
+    shape = list(link_type.get_shape())
+    for use in link.uses:
+        user = use.operation
+        if site.moved.is_ancestor(user) and not (
+            isinstance(user, affine.LoadOp) and _indices_are(user, ivs, shape)
+        ):
+            loops = ", ".join(str(loop_name(b)) for b in band)
+            raise site.fail(
+                f"not pointwise: {user.name} of {_label(link)} in the nest "
+                f"'{site.nest}' must load it at [{loops}] exactly"
+            )
+    key = _alias_key(written)
+    at_moved, at_top = site.ops.index(site.moved), site.ops.index(site.top)
+    between = _effects(site.ops[at_top:at_moved])
+    if key in between.reads | between.writes:
+        raise site.fail(
+            f"{_label(written)}, which the nest '{site.nest}' writes, is used by its "
+            "nest or an op before it"
+        )
+    return link
+
+
 def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
     """Move the top-level nest ``nest`` into ``loop``'s body, over its tile."""
     site = _find_site(module, kernel, nest, loop)
-    target, band = _pointwise_band(kernel, nest, site.moved)
+    written, band = _pointwise_band(kernel, nest, site.moved)
+    target = _link(site, written, band)
     _check_only_in_body(site, target)
     plan = footprint(PRIMITIVE, kernel, loop, site.target_loop, target, NO_LIMIT)
     uppers = _tiles(kernel, loop, site.target_loop, site.top, plan)
@@ -656,7 +719,9 @@ def compute_at(module: ModuleOp, kernel: str, nest: str, loop: str) -> None:
 
     # --- rewrite: nothing fails from here on -------------------------------------
     site.moved.detach()
-    _index_band(site.moved, target, band)
+    _index_band(site.moved, written, band)
+    if target is not written:
+        _index_band(site.moved, target, band)
     _shift_band(band, uppers, plan)
     _place(site.moved, site.target_loop, before)
 

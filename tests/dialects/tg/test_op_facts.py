@@ -22,6 +22,7 @@ from qidao.dialects.tg import (
     Conv2dOp,
     CustomYieldOp,
     ElementwiseOp,
+    MatmulIntegerOp,
     MatmulOp,
     ReduceMaxOp,
     ReduceMeanOp,
@@ -41,8 +42,9 @@ FUSION_ROLES = {"elementwise", "reduction", "anchor", "boundary"}
 
 OLD_REDUCTIONS = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp)
 """``fuse.py``'s ``Reduction``: the ops that seed and join row groups."""
-OLD_ANCHORS = (MatmulOp, Conv2dOp)
-"""``fuse.py``'s ``_fuse_anchors``: the ops that head a group with an epilogue."""
+OLD_ANCHORS = (MatmulOp, Conv2dOp, MatmulIntegerOp)
+"""``fuse.py``'s ``_fuse_anchors``: the ops that head a group with an epilogue
+(``tg.matmul_integer`` since its requantization fuses)."""
 
 
 def _role_by_classes(op: type[Operation]) -> str:

@@ -5,6 +5,9 @@ The ``fuse`` pass makes three kinds of group; the body says which one it is:
 - a ``tg.matmul`` (with an lhs prologue and/or an epilogue): the matmul nest
   ``b.., i, k, j`` with the prologue in the ``k`` body, then the epilogue in a
   top-level nest of its own, ``b.._epi, i_epi, j_epi`` (``matmul.py``);
+- a ``tg.matmul_integer`` with an epilogue (the requantization): the product
+  summed in an int32 buffer of the kernel's own, then the epilogue nest
+  ``b.._epi, i_epi, j_epi`` writing the output from it (``matmul_integer.py``);
 - a ``tg.conv2d`` with an epilogue: NCHW, the nest ``n, f, oh, ow, c, kh, kw`` with
   the epilogue applied to the finished sum before its store (no extra loop); NHWC,
   the epilogue nest ``n_epi, oh_epi, ow_epi, f_epi`` after the conv nest
@@ -36,6 +39,7 @@ from qidao.passes.kernels.lowering.elementwise import (
     lower_pointwise_group,
 )
 from qidao.passes.kernels.lowering.matmul import lower_matmul_group, single_result
+from qidao.passes.kernels.lowering.matmul_integer import lower_matmul_integer_group
 from qidao.passes.kernels.lowering.rows import lower_row_group
 
 
@@ -45,7 +49,11 @@ def lower_fused(
     assert isinstance(op, tg.FusedOp)
     block = op.body.block
     args: dict[SSAValue, Source] = dict(zip(block.args, sources, strict=True))
-    anchors = [o for o in block.ops if isinstance(o, tg.MatmulOp | tg.Conv2dOp)]
+    anchors = [
+        o
+        for o in block.ops
+        if isinstance(o, tg.MatmulOp | tg.MatmulIntegerOp | tg.Conv2dOp)
+    ]
     reductions = [o for o in block.ops if isinstance(o, tg.ReduceOp)]
     if len(anchors) > 1 or (anchors and reductions):
         names = ", ".join(o.name for o in [*anchors, *reductions])
@@ -55,6 +63,8 @@ def lower_fused(
         )
     if anchors and isinstance(anchors[0], tg.MatmulOp):
         lower_matmul_group(op, anchors[0], k, args, pool)
+    elif anchors and isinstance(anchors[0], tg.MatmulIntegerOp):
+        lower_matmul_integer_group(op, anchors[0], k, args, pool)
     elif anchors and isinstance(anchors[0], tg.Conv2dOp):
         _lower_conv2d_group(op, anchors[0], k, args, pool)
     elif reductions:

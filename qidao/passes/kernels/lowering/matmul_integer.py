@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
@@ -37,12 +37,15 @@ from qidao.passes.kernels.lowering.common import (
     Emitter,
     Kernel,
     Source,
+    TgLoweringError,
     broadcast_index,
     dim,
     element_type,
     shape,
 )
 from qidao.passes.kernels.lowering.constants import ConstantPool
+from qidao.passes.kernels.lowering.elementwise import PointwiseEvaluator
+from qidao.passes.kernels.lowering.matmul import single_result
 
 
 def lower_matmul_integer(
@@ -50,8 +53,64 @@ def lower_matmul_integer(
 ) -> None:
     assert isinstance(op, tg.MatmulIntegerOp)
     lhs, rhs = sources
+    emit_matmul_integer(op, k.em, lhs, rhs, k.outputs[0])
+
+
+def lower_matmul_integer_group(
+    group: tg.FusedOp,
+    matmul: tg.MatmulIntegerOp,
+    k: Kernel,
+    args: dict[SSAValue, Source],
+    pool: ConstantPool,
+) -> None:
+    """A ``tg.fused`` of one ``tg.matmul_integer`` and its elementwise epilogue
+    (the requantization). The sums go to an int32 buffer ``acc`` of the kernel's
+    own (the output has the epilogue's type), then a nest ``b.._epi, i_epi, j_epi``
+    writes the output from them::
+
+        acc = alloc [b.., M, N] i32
+        for b_init, i_init, j_init:   acc[b, i, j] = 0
+        for b, i, k, j (, r):         acc[b, i, j] += ext(A) * ext(B)
+        for b_epi, i_epi, j_epi:      out[b, i, j] = epilogue(acc[b, i, j], ...)
+        dealloc acc
+
+    The default schedule moves the init and epilogue nests into the block loop,
+    where ``cache_write`` shrinks ``acc`` to the block (it lives in no other loop,
+    so nothing is written back): the sums never reach memory."""
+    yielded = single_result(group)
+    if shape(yielded) != shape(matmul.result):
+        raise TgLoweringError(
+            f"convert-tg-to-affine: tg.fused around tg.matmul_integer returns a "
+            f"{list(shape(yielded))} tensor; its epilogue keeps the product's "
+            f"shape {list(shape(matmul.result))}"
+        )
+    if any(operand not in args for operand in matmul.operands):
+        raise TgLoweringError(
+            "convert-tg-to-affine: tg.fused computes an operand of "
+            "tg.matmul_integer in its body; an int8 product has no prologue, its "
+            "operands must be the group's inputs"
+        )
     em = k.em
     (out,) = k.outputs
+    out_shape = shape(matmul.result)
+    alloc = em.add(memref.AllocOp.get(i32, shape=out_shape))
+    acc = alloc.memref
+    acc.name_hint = "sums"
+    emit_matmul_integer(matmul, em, args[matmul.lhs], args[matmul.rhs], acc)
+    finished = {**args, matmul.result: acc}
+    index = [dim(d) for d in range(len(out_shape))]
+    names = [f"b{d}" for d in range(len(out_shape) - 2)]
+    with em.nest([f"{name}_epi" for name in [*names, "i", "j"]], out_shape) as ivs:
+        value = PointwiseEvaluator(em, ivs, finished, pool).at(yielded, index)
+        em.store(value, out, ivs, index)
+    em.add(memref.DeallocOp.get(acc))
+
+
+def emit_matmul_integer(
+    op: tg.MatmulIntegerOp, em: Emitter, lhs: Source, rhs: Source, out: SSAValue
+) -> None:
+    """The init nest (``out = 0``) and the product nest accumulating into ``out``
+    (the kernel's output, or a group's int32 buffer)."""
     out_shape = shape(op.result)
     batch = len(out_shape) - 2
     m, n = out_shape[-2:]

@@ -17,7 +17,15 @@ tiles and issues four ``tdpbusd`` (65,536 multiply-adds). The C tiles are loaded
 once before the k loop and stored once after it (C's index must not move with k),
 so the sums stay in tiles for the whole K: storing and reloading them every step
 halves the throughput (measured, one thread: 2,100-2,900 against 1,250 GOP/s on
-a 32 x 576 x 32 block in L1). Like ``avx512_vnni`` this intrinsic replaces the
+a 32 x 576 x 32 block in L1). Two cases need no memory for C: where C is a buffer of exactly the block
+indexed ``[i, j]`` (the tile ``cache_write`` leaves when an epilogue reads the
+sums, ``defaults/matmul_integer.py``) and the nest right before the block only
+stores 0 to all of it (the init nest ``compute_at`` moved there), the C tiles
+start as ``tilezero`` and that nest goes. The configuration (``ldtilecfg``) runs
+once per thread, not per block: at the top of the innermost parallel loop around
+the block (each of its iterations may run on another thread, whose tile state is
+its own), else of the kernel; if a different configuration is already there, it
+stays before the block. Like ``avx512_vnni`` this intrinsic replaces the
 loops by what they compute; ``convert-to-llvm`` lowers the ``amx`` ops to LLVM's
 tile intrinsics (``qidao/passes/cpu/llvm/amx.py``).
 
@@ -45,10 +53,10 @@ wrapping int32 arithmetic, summed in another order (exact).
 
 from __future__ import annotations
 
-from xdsl.dialects import affine, arith
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, MemRefType
+from xdsl.dialects import affine, arith, func
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap, AffineSymExpr
 
 from qidao.dialects.amx import (
     MAX_COLSB,
@@ -58,8 +66,10 @@ from qidao.dialects.amx import (
     TileLoadOp,
     TileMulOp,
     TileStoreOp,
+    TileZeroOp,
     memref_strides,
 )
+from qidao.dialects.attributes import PARALLEL_ATTR
 from qidao.dialects.x86vector import GROUP
 from qidao.passes.schedule.loops.linear import coefficient
 from qidao.passes.schedule.loops.nest import (
@@ -99,6 +109,7 @@ class AmxMatcher(VnniMatcher):
         a_rows = _extent(i_loop) // ROWS
         b_cols = _extent(j_loop) // ROWS
         k4 = _extent(k_loop)
+        zeroed = _zeroing_nest(self.head, block.c, ivs, a_rows, b_cols)
         before: Operation = self.head
 
         def emit(op: Operation) -> Operation:
@@ -144,13 +155,21 @@ class AmxMatcher(VnniMatcher):
         }
         for t in [*c_tiles.values(), *A_TILES[:a_rows], *B_TILES[:b_cols]]:
             shapes[t] = (ROWS, MAX_COLSB)
-        emit(TileConfigOp([r for r, _ in shapes], [c for _, c in shapes]))
+        config = TileConfigOp([r for r, _ in shapes], [c for _, c in shapes])
+        if not _hoist_config(self.head, config):
+            emit(config)
         c_at = {
             key: index(block.c, {"i": const(ROWS * key[0]), "j": const(ROWS * key[1])})
             for key in c_tiles
         }
         for key, tile in c_tiles.items():
-            emit(TileLoadOp(tile, block.c.memref, c_at[key], rows_dim_c))
+            if zeroed is not None:
+                emit(TileZeroOp(tile))
+            else:
+                emit(TileLoadOp(tile, block.c.memref, c_at[key], rows_dim_c))
+        if zeroed is not None:
+            zeroed.detach()
+            zeroed.erase()
         k_name = loop_name(k_loop) or "k"
         loop = emit(make_loop(k_name, constant_map(0), constant_map(k4), step=K_STEP))
         assert isinstance(loop, affine.ForOp)
@@ -291,3 +310,85 @@ def _terminate(body: Block) -> Operation:
     end = affine.YieldOp.get()
     body.add_op(end)
     return end
+
+
+def _hoist_config(head: Operation, config: TileConfigOp) -> bool:
+    """Put ``config`` where it runs once per thread, not once per block: at the
+    top of the innermost parallel loop around ``head`` (each of its iterations
+    may run on another thread, whose tile state is its own) or of the function.
+    False (the caller puts it before the block) when a different configuration
+    is already there."""
+    site = head.parent_op()
+    while site is not None and not (
+        isinstance(site, func.FuncOp)
+        or (isinstance(site, affine.ForOp) and PARALLEL_ATTR in site.attributes)
+    ):
+        site = site.parent_op()
+    if site is None:
+        return False
+    body = site.regions[0].blocks[0]
+    for op in body.ops:
+        if isinstance(op, TileConfigOp):
+            return op.rows == config.rows and op.colsb == config.colsb
+    first = body.first_op
+    assert first is not None
+    body.insert_op_before(config, first)
+    return True
+
+
+def _zeroing_nest(
+    head: Operation,
+    c: affine.LoadOp,
+    ivs: dict[str, SSAValue],
+    a_rows: int,
+    b_cols: int,
+) -> affine.ForOp | None:
+    """The nest right before the block that zeroes all of C, when C is a buffer of
+    exactly the block (the tile ``cache_write`` made) indexed ``[i, j]``: the C
+    tiles then start as ``tilezero`` and the nest goes."""
+    shape = (ROWS * a_rows, ROWS * b_cols)
+    t = c.memref.type
+    if not isinstance(t, MemRefType) or tuple(t.get_shape()) != shape:
+        return None
+    if not _indexes(c, [ivs["i"], ivs["j"]]):
+        return None
+    nest = head.prev_op
+    if not isinstance(nest, affine.ForOp):
+        return None
+    band = [nest]
+    ops = body_ops(nest)
+    if len(ops) != 1 or not isinstance(ops[0], affine.ForOp):
+        return None
+    band.append(ops[0])
+    (store, *rest) = body_ops(ops[0])
+    if rest or not isinstance(store, affine.StoreOp) or store.memref is not c.memref:
+        return None
+    for loop, extent in zip(band, shape, strict=True):
+        if constant_bounds(loop) != (0, extent) or step_of(loop) != 1 or loop.inits:
+            return None
+    value = store.value.owner
+    if not (
+        isinstance(value, arith.ConstantOp)
+        and isinstance(value.value, IntegerAttr)
+        and value.value.value.data == 0
+    ):
+        return None
+    return nest if _indexes(store, [iv(loop) for loop in band]) else None
+
+
+def _indexes(op: affine.LoadOp | affine.StoreOp, values: list[SSAValue]) -> bool:
+    """Whether ``op`` accesses its memref at exactly ``[values[0], values[1]]``
+    (each index one operand, as a dimension or a symbol of the map)."""
+    amap = op.map.data
+    operands = list(op.indices)
+
+    def operand(expr: AffineExpr) -> SSAValue | None:
+        if isinstance(expr, AffineDimExpr):
+            return operands[expr.position]
+        if isinstance(expr, AffineSymExpr):
+            return operands[amap.num_dims + expr.position]
+        return None
+
+    return len(amap.results) == len(values) and all(
+        operand(r) is v for r, v in zip(amap.results, values, strict=True)
+    )

@@ -11,6 +11,9 @@ j, r`` (``C[i, j] += A[i, 4k + r] * P[k, j, r]``, ``k`` over groups of four,
     split i by TILE_I, j by TILE_J        i_o, i_i, j_o, j_i
     reorder j_o, i_o, k, i_i, j_i, r      a column panel of P outermost
     compute_at init, i_o                  the tile zeroed in the tile
+    compute_at epilogue, i_o              a fused epilogue (the requantization:
+                                          ``fuse``'s int8 epilogues) per tile,
+                                          its column loop kept rolled
     peel i_o                              when TILE_I does not divide M (i_o_t)
     cache_write at i_o (and i_o_t)        the tile of C in a local buffer
     split j_i by 16                       j_i_o (TILE_J / 16), j_i_i (16 lanes)
@@ -67,6 +70,7 @@ def schedule_matmul_integer(
     s.reorder(kernel, "j_o", "i_o", "k", "i_i", "j_i", "r")
     _zero_per_tile(s, kernel)
     done = [f"{tile_i}x{tile_j} register tile of int32 C, vpdpbusd"]
+    done += _epilogue_per_tile(s, kernel)
     done += _parallel(s, kernel, threads, m, k, n, tile_j)
     tiles = [""]
     if m % tile_i:
@@ -100,6 +104,11 @@ def schedule_amx(s: Schedule, kernel: str, threads: int, m: int, k: int, n: int)
         split i by TILE_I, j by TILE_J        i_o, i_i, j_o, j_i
         reorder j_o, i_o, i_i, k, j_i, r      a column panel of P outermost
         compute_at init, i_o                  the block zeroed in the block
+        (with a fused epilogue:)
+        compute_at epilogue, i_o              requantized right after its sums
+        unroll j_epi by 1                     kept rolled: LLVM vectorizes it
+        cache_write i_o                       the sums in a block-sized buffer
+                                              (tilezero, no int32 to memory)
         peel i_o                              when TILE_I does not divide M (i_o_t)
         tensorize i_i amx_int8                i_i x k x j_i x r: tile products
         parallel j_o                          when threads > 1 and the work pays
@@ -120,6 +129,7 @@ def schedule_amx(s: Schedule, kernel: str, threads: int, m: int, k: int, n: int)
     s.reorder(kernel, "j_o", "i_o", "i_i", "k", "j_i", "r")
     _zero_per_tile(s, kernel)
     done = [f"{tile_i}x{tile_j} blocks of int32 C in AMX tiles, tdpbusd"]
+    done += _epilogue_per_tile(s, kernel)
     done += _parallel(s, kernel, threads, m, k, n, tile_j)
     rest = m % tile_i
     if rest:
@@ -150,6 +160,28 @@ def _shape(s: Schedule, kernel: str) -> tuple[int, int, int]:
 def _zero_per_tile(s: Schedule, kernel: str) -> None:
     init = next(name for name in s.loops(kernel) if name.endswith("_init"))
     s.compute_at(kernel, init, "i_o")
+
+
+def _epilogue_per_tile(s: Schedule, kernel: str) -> list[str]:
+    """A fused epilogue (the requantization, ``i_epi``) computed per tile, right
+    after its sums, which then live in a buffer of the tile's size only
+    (``cache_write``: the group's int32 buffer is used in no other loop, so the
+    tile replaces it and nothing is written back). Before ``peel``, so that the
+    peeled tile gets its copy of both."""
+    epilogue = next((n for n in s.loops(kernel) if n.endswith("_epi")), None)
+    if epilogue is None:
+        return []
+    s.compute_at(kernel, epilogue, "i_o")
+    # its column loop kept rolled: LLVM then vectorizes along the row (else it
+    # unrolls the 32 columns and vectorizes down the column, with gathers)
+    s.unroll(kernel, _column_loop(s, kernel, epilogue), 1)
+    s.cache_write(kernel, "i_o")
+    return ["the epilogue per tile, the int32 sums in a tile-sized buffer"]
+
+
+def _column_loop(s: Schedule, kernel: str, epilogue: str) -> str:
+    """The innermost loop of the epilogue nest (``j_epi``)."""
+    return next(n for n in reversed(s.loops(kernel)) if n.endswith("_epi"))
 
 
 def _parallel(
