@@ -46,7 +46,8 @@ multiplier ``a_scale * b_scale / y_scale`` (computed in the scales' type, as the
 reference does) in float64, plus the output zero point, rounded half to even and
 clipped to the output type: the reference's arithmetic. ONNX Runtime multiplies
 in float32, which can differ by one step where a product falls within float32's
-rounding of a tie.
+rounding of a tie; a ``QLinearConv`` that ``qdq.py`` made of a QDQ unit (it
+carries ``qidao_float32_requantize``) requantizes as ONNX Runtime does.
 
 Unsupported (a clear ``node.error``): the float8, 4-bit and 2-bit types and
 bfloat16 (tg has no such element types), ``QuantizeLinear``'s ``precision`` other
@@ -69,6 +70,7 @@ from qidao.frontend.onnx.linalg import numpy_matmul
 from qidao.frontend.onnx.load import DTYPES
 from qidao.frontend.onnx.nn import _ints, _window_padding
 from qidao.frontend.onnx.node import Node
+from qidao.frontend.onnx.qdq import FLOAT32_REQUANTIZE
 
 RANGES: dict[str, tuple[int, int]] = {
     "int8": (-128, 127),
@@ -465,13 +467,26 @@ def _matmul_integer(im: Importer, node: Node) -> list[Value | Array]:
 
 
 def _requantize(
-    g: Graph, acc: Value, multiplier: Value, zero_point: Value, dtype: str
+    g: Graph,
+    acc: Value,
+    multiplier: Value,
+    zero_point: Value,
+    dtype: str,
+    runtime: bool = False,
 ) -> Value:
     """``saturate(round(acc * multiplier + zero_point))`` in float64 (the
-    reference's: an int32 times a float32 array is float64 in NumPy)."""
+    reference's: an int32 times a float32 array is float64 in NumPy); with
+    ``runtime``, ONNX Runtime's requantization (``MlasRequantizeOutput``, for a
+    QDQ unit, ``qdq.py``): ``round(clip(float32(acc) * multiplier, lo - zp,
+    hi - zp)) + zp`` in float32."""
+    lo, hi = RANGES[dtype]
+    if runtime:
+        zp = _as(g, zero_point, "float32")
+        d = _as(g, acc, "float32") * _as(g, multiplier, "float32")
+        d = g.minimum(g.maximum(d, float(lo) - zp), float(hi) - zp)
+        return g.cast(g.round(d) + zp, dtype)
     d = _as(g, acc, "float64") * _as(g, multiplier, "float64")
     d = d + _as(g, zero_point, "float64")
-    lo, hi = RANGES[dtype]
     return g.cast(g.round(g.minimum(g.maximum(d, float(lo)), float(hi))), dtype)
 
 
@@ -585,6 +600,7 @@ def _qlinear_conv(im: Importer, node: Node) -> list[Value | Array]:
     if _has(node, 8):
         _expect(node, "bias", _dtype(im, node, 8, "B"), ("int32",))
     out = _dtype(im, node, 7, "y_zero_point")
+    runtime = bool(node.attr(FLOAT32_REQUANTIZE, 0))  # a QDQ unit (qdq.py)
     w_scale = im.input(node, 4)
     filters = im.input(node, 3).shape[0]
     if math.prod(w_scale.shape) not in (1, filters):
@@ -598,13 +614,13 @@ def _qlinear_conv(im: Importer, node: Node) -> list[Value | Array]:
     if int8 is not None:  # channels last: the scale per channel on the last axis
         per_channel = g.reshape(w_scale, (math.prod(w_scale.shape),))
         multiplier = x_scale * per_channel / y_scale
-        y = _requantize(g, int8, multiplier, y_zp, out)
+        y = _requantize(g, int8, multiplier, y_zp, out, runtime)
         return [g.transpose(y, (0, 3, 1, 2))]
     bias = im.optional_input(node, 8)
     w, x_zp, w_zp = im.input(node, 3), im.input(node, 2), im.input(node, 5)
     acc = integer_conv(im, node, w, x_zp, w_zp, bias)
     multiplier = x_scale * _per_channel(g, w_scale, 1) / y_scale
-    return [_requantize(g, acc, multiplier, y_zp, out)]
+    return [_requantize(g, acc, multiplier, y_zp, out, runtime)]
 
 
 def _constant(im: Importer, node: Node, index: int | None) -> Array | None:

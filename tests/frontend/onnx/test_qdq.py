@@ -149,3 +149,61 @@ def test_a_statically_quantized_u8s8_cnn_is_onnxruntime_bit_for_bit(
     session = ort.InferenceSession(str(quantized), providers=["CPUExecutionProvider"])
     (want,) = session.run(None, {"x": x})
     np.testing.assert_array_equal(got, want)
+
+
+def _qlinear_1x1(runtime: bool, scale: np.ndarray[Any, Any]) -> Any:
+    """A ``QLinearConv`` 1x1 of 64 input channels to 8 (small weights, so that the
+    sums stay in the output's range), per-channel weight scale ``scale``, odd
+    output zero point; ``runtime``: marked as ``qdq.py`` marks the
+    units it fuses."""
+    inits = {
+        "sx": np.float32(1.0),
+        "zx": np.uint8(0),
+        "w": RNG.integers(-3, 4, (8, 64, 1, 1)).astype(np.int8),
+        "sw": scale.astype(np.float32),
+        "zw": np.zeros(8, np.int8),
+        "sy": np.float32(1.0),
+        "zy": np.uint8(101),
+    }
+    node = helper.make_node(
+        "QLinearConv", ["xq", "sx", "zx", "w", "sw", "zw", "sy", "zy"], ["yq"]
+    )
+    if runtime:
+        node.attribute.append(helper.make_attribute("qidao_float32_requantize", 1))
+    graph = helper.make_graph(
+        [node],
+        "q",
+        [helper.make_tensor_value_info("xq", TensorProto.UINT8, [1, 64, 16, 16])],
+        [helper.make_tensor_value_info("yq", TensorProto.UINT8, [1, 8, 16, 16])],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("runtime", [False, True], ids=["reference", "runtime"])
+def test_requantization_arithmetic_of_each_reading(runtime: bool) -> None:
+    """A fused QDQ unit requantizes as ONNX Runtime's ``MlasRequantizeOutput``
+    (float32 product, clip to ``[-zp, 255 - zp]``, round half to even, plus the
+    zero point); an explicit ``QLinearConv`` as ONNX's reference (float64
+    product plus the zero point, clip, round). Multipliers of many mantissa bits,
+    so that the two readings differ somewhere: each matches its own NumPy model
+    exactly, and they differ from each other: at an exact tie (a multiplier of 0.5
+    or 0.25 and odd sums) ONNX Runtime rounds before adding the odd zero point,
+    the reference after."""
+    scale = np.array([0.5, 0.25, *(np.arange(1, 7) * 0.123456789 / 7)], np.float32)
+    m = _qlinear_1x1(runtime, scale)
+    x = RNG.integers(0, 4, (1, 64, 16, 16)).astype(np.uint8)
+    (got,) = qidao.compile(m)(x)
+    (w,) = (numpy_helper.to_array(t) for t in m.graph.initializer if t.name == "w")
+    w = w.reshape(8, 64).astype(np.int64)
+    acc = np.einsum("oc,nchw->nohw", w, x.astype(np.int64)).astype(np.int32)
+    multiplier = (np.float32(1.0) * scale / np.float32(1.0))[None, :, None, None]
+    f32 = acc.astype(np.float32) * multiplier
+    ort_like = np.round(np.clip(f32, -101, 255 - 101)) + 101
+    f64 = acc.astype(np.float64) * multiplier.astype(np.float64) + 101
+    reference = np.round(np.clip(f64, 0, 255))
+    want, other = (ort_like, reference) if runtime else (reference, ort_like)
+    np.testing.assert_array_equal(got, want.astype(np.uint8))
+    assert (got != other.astype(np.uint8)).any()
+    tg = qidao.compile(m).ir("tg")
+    assert ("xf64>" in tg) != runtime
