@@ -264,7 +264,7 @@ func.func private @k_big(%out: memref<64x128xf32>) attributes {qd.kernel = "t"} 
   func.return
 }
 
-// ERR-TWO: cache-write: loop 'i' in kernel 'k_two': its body must store (affine.store) to exactly one memref, it stores to 2
+// ERR-TWO: cache-write: loop 'i' in kernel 'k_two': its body must store (affine.store) to one memref, or to several of which it also loads exactly one (the accumulator); it stores to 2 and loads 0 of them
 func.func private @k_two(%a: memref<4xf32>, %b: memref<4xf32>) attributes {qd.kernel = "t"} {
   %v = arith.constant 1.000000e+00 : f32
   affine.for %i = 0 to 4 {
