@@ -32,7 +32,9 @@ it applies (the others stay direct); ``threads`` — what ``"benchmark"`` times 
 The rule (``auto``): a matmul (1x1) or im2col when the output is at most
 ``MATMUL_MAX_PIXELS`` pixels over more than one row; else Winograd where it
 applies, both channel counts are at least ``WINOGRAD_MIN_CHANNELS`` and there are
-at least ``WINOGRAD_MIN_TILES`` 4x4 tiles; everything else direct. The direct
+at least ``WINOGRAD_MIN_TILES`` 4x4 tiles; else a matmul (1x1) or im2col when the
+weight is over ``DIRECT_MAX_WEIGHT_BYTES`` (L2) and the output has more than one
+row; everything else direct. The direct
 kernel tiles one output row at a time and reads the whole weight per row: ConvNeXt's
 last downsampling (2x2, stride 2, 384 -> 768 channels, 3x3 output, a 4.7 MB weight)
 took 810 µs direct, 9 rows of one matmul tile ~400 (one thread). Measured (``qidao bench conv3x3 --backends
@@ -57,7 +59,15 @@ convolutions (ResNet's 64 -> 256 at 56 x 56, 256 -> 64, 512 -> 128 at 28 x 28,
 1024 -> 256 at 14 x 14, 2048 -> 512 at 7 x 7) direct was at least as fast as the
 matmul and im2col in every case (1097 vs 1352 and 1325 µs for 256 -> 64): the
 direct kernel's register tile is already a matmul's, without the extra kernel
-boundary, so the rule keeps them direct.
+boundary, so the rule keeps them direct. Not where the weight is past L2: the
+direct kernel then streams it from L3 or memory once per output row, and on an
+Intel Xeon (2 MiB of L2 per core, a shared L3 far slower per core than the EPYC's)
+ResNet-50's last stage (7 x 7 outputs; 4 MiB 1x1 weights, a 9 MiB 3x3) ran its
+convolutions at 32-40 GFLOP/s direct; as matmuls and im2col, which read the weight
+once per column panel, the float32 model went from 97.9 to 78.2 ms (one thread,
+``qidao profile``). On the EPYC the 3x3 one measured 2320 µs direct against 3085
+as im2col (above): a rule that knows each cache's bandwidth would keep it direct
+there.
 
 Every convolution this pass sees gets a ``qd.algo`` attribute, ``"<algorithm>:
 <why>"``, on the op that computes its result (``tg.conv2d``, ``tg.matmul`` or
@@ -83,6 +93,7 @@ After:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -109,6 +120,10 @@ WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_MIN_TILES = 16
 """The rule's threshold for Winograd on the number of 4x4 output tiles (N * TH *
 TW): below it the batched matmul is too shallow to pay for the transforms."""
+DIRECT_MAX_WEIGHT_BYTES = 2 * 2**20
+"""The rule's threshold for the direct kernel's weight: past it (L2's size on the
+machines measured) the weight comes from memory once per output row, and a
+matmul (1x1) or im2col, which reads it once per column panel, is used instead."""
 MATMUL_MAX_PIXELS = 12
 """The rule's threshold for a matmul (1x1) or im2col on the output pixels (N * OH *
 OW), over more than one output row: as many rows as the matmul schedule keeps in
@@ -152,14 +167,24 @@ def rule(op: tg.Conv2dOp, can: dict[str, str]) -> tuple[str, str]:
                 f"rule: {n * oh * ow} output pixels, one matmul tile: the weight is "
                 f"read once (direct reads it once per output row, {n * oh} times)"
             )
-    if can["winograd"]:
-        return "direct", f"rule: winograd does not apply ({can['winograd']})"
-    if min(c, f) < WINOGRAD_MIN_CHANNELS:
-        return "direct", f"rule: {c} -> {f} channels, too few for winograd"
     tiles = n * tiles_for(oh) * tiles_for(ow)
-    if tiles < WINOGRAD_MIN_TILES:
-        return "direct", f"rule: {tiles} 4x4 tiles, too few for winograd"
-    return "winograd", f"rule: 3x3 stride 1, {c} -> {f} channels, {tiles} tiles"
+    if can["winograd"]:
+        why = f"winograd does not apply ({can['winograd']})"
+    elif min(c, f) < WINOGRAD_MIN_CHANNELS:
+        why = f"{c} -> {f} channels, too few for winograd"
+    elif tiles < WINOGRAD_MIN_TILES:
+        why = f"{tiles} 4x4 tiles, too few for winograd"
+    else:
+        return "winograd", f"rule: 3x3 stride 1, {c} -> {f} channels, {tiles} tiles"
+    weight = math.prod(shape_of(op.weight.type)) * 4
+    if n * oh > 1 and weight > DIRECT_MAX_WEIGHT_BYTES:
+        algo = next((a for a in ("matmul", "im2col") if not can[a]), None)
+        if algo is not None:
+            return algo, (
+                f"rule: {why}; a {weight / 2**20:.1f} MiB weight, past L2: the matmul "
+                f"reads it once, direct once per output row ({n * oh} times)"
+            )
+    return "direct", f"rule: {why}"
 
 
 def signature(op: tg.Conv2dOp) -> str:
