@@ -127,12 +127,9 @@ class SinkReshape(RewritePattern):
         full = shape_of(op.results[0].type)
         if shape_of(reshape.result.type) != full:
             return
-        operands: list[SSAValue] = []
-        for value in op.operands:
-            moved = _operand(value, inner, full, rewriter, op)
-            if moved is None:
-                return
-            operands.append(moved)
+        operands = _operands(op, inner, full, rewriter)
+        if operands is None:
+            return
         rebuilt = _rebuilt(op, operands, inner)
         back = tg.ReshapeOp(rebuilt.results[0], full)
         rewriter.replace(op, [rebuilt, back], [back.result])
@@ -160,12 +157,9 @@ class HoistReshape(RewritePattern):
             _feeds_epilogue(use.operation) for use in op.result.uses
         ):
             return
-        operands: list[SSAValue] = []
-        for value in producer.operands:
-            moved = _operand(value, inner, full, rewriter, producer)
-            if moved is None:
-                return
-            operands.append(moved)
+        operands = _operands(producer, inner, full, rewriter)
+        if operands is None:
+            return
         rewriter.replace(op, _rebuilt(producer, operands, inner))
         rewriter.erase(producer)
 
@@ -195,6 +189,23 @@ def _feeds_epilogue(op: Operation) -> bool:
     return _from_integer_product(result) or any(
         _feeds_epilogue(use.operation) for use in result.uses
     )
+
+
+def _operands(
+    op: Operation,
+    inner: tuple[int, ...],
+    full: tuple[int, ...],
+    rewriter: PatternRewriter,
+) -> list[SSAValue] | None:
+    """``op``'s operands as read by ``op`` rebuilt on ``inner`` (``_operand``), or
+    None when one cannot be."""
+    operands: list[SSAValue] = []
+    for value in op.operands:
+        moved = _operand(value, inner, full, rewriter, op)
+        if moved is None:
+            return None
+        operands.append(moved)
+    return operands
 
 
 def _operand(

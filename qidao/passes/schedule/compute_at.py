@@ -105,7 +105,7 @@ from xdsl.context import Context
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
@@ -115,6 +115,7 @@ from qidao.passes.schedule.loops.nest import (
     constant_bounds,
     find_loop,
     fold_apply,
+    indices_are,
     iv,
     loop_name,
     nested_child,
@@ -190,32 +191,6 @@ def _effects(ops: Sequence[Operation]) -> _Effects:
     return effects
 
 
-def _indices_are(
-    op: affine.LoadOp | affine.StoreOp, values: list[SSAValue], shape: list[int]
-) -> bool:
-    """Whether the access's index is exactly ``[values[0], values[1], ...]`` (or the
-    constant 0 in a dimension of size 1, as a broadcast reads it)."""
-    affine_map = op.map.data
-    operands = list(op.indices)
-    num_dims = affine_map.num_dims
-    as_dims = affine_map.replace_dims_and_symbols(
-        [AffineExpr.dimension(k) for k in range(num_dims)],
-        [AffineExpr.dimension(num_dims + k) for k in range(affine_map.num_symbols)],
-        len(operands),
-        0,
-    )
-    if len(as_dims.results) != len(values):
-        return False
-    for d, result in enumerate(as_dims.results):
-        expr = simplify(result, len(operands), 0)
-        if isinstance(expr, AffineDimExpr) and operands[expr.position] is values[d]:
-            continue
-        if shape[d] == 1 and expr == AffineExpr.constant(0):
-            continue
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class _Names:
     """The kernel and the loop that an error names."""
@@ -279,7 +254,7 @@ def _pointwise_band(
         if not moved.is_ancestor(user):
             continue
         assert isinstance(user, affine.LoadOp | affine.StoreOp)  # checked above
-        if not _indices_are(user, ivs, shape):
+        if not indices_are(user, ivs, shape):
             loops = ", ".join(str(loop_name(loop)) for loop in band)
             raise names.fail(
                 f"not pointwise: {user.name} of {_label(target)} must index it with "
@@ -686,7 +661,7 @@ def _link(site: _Site, written: SSAValue, band: list[affine.ForOp]) -> SSAValue:
     for use in link.uses:
         user = use.operation
         if site.moved.is_ancestor(user) and not (
-            isinstance(user, affine.LoadOp) and _indices_are(user, ivs, shape)
+            isinstance(user, affine.LoadOp) and indices_are(user, ivs, shape)
         ):
             loops = ", ".join(str(loop_name(b)) for b in band)
             raise site.fail(

@@ -56,7 +56,7 @@ from __future__ import annotations
 from xdsl.dialects import affine, arith, func
 from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap, AffineSymExpr
+from xdsl.ir.affine import AffineMap
 
 from qidao.dialects.amx import (
     MAX_COLSB,
@@ -76,6 +76,7 @@ from qidao.passes.schedule.loops.nest import (
     body_ops,
     constant_bounds,
     constant_map,
+    indices_are,
     iv,
     loop_name,
     make_loop,
@@ -350,7 +351,7 @@ def _zeroing_nest(
     t = c.memref.type
     if not isinstance(t, MemRefType) or tuple(t.get_shape()) != shape:
         return None
-    if not _indexes(c, [ivs["i"], ivs["j"]]):
+    if not indices_are(c, [ivs["i"], ivs["j"]], list(shape)):
         return None
     nest = head.prev_op
     if not isinstance(nest, affine.ForOp):
@@ -373,22 +374,6 @@ def _zeroing_nest(
         and value.value.value.data == 0
     ):
         return None
-    return nest if _indexes(store, [iv(loop) for loop in band]) else None
-
-
-def _indexes(op: affine.LoadOp | affine.StoreOp, values: list[SSAValue]) -> bool:
-    """Whether ``op`` accesses its memref at exactly ``[values[0], values[1]]``
-    (each index one operand, as a dimension or a symbol of the map)."""
-    amap = op.map.data
-    operands = list(op.indices)
-
-    def operand(expr: AffineExpr) -> SSAValue | None:
-        if isinstance(expr, AffineDimExpr):
-            return operands[expr.position]
-        if isinstance(expr, AffineSymExpr):
-            return operands[amap.num_dims + expr.position]
-        return None
-
-    return len(amap.results) == len(values) and all(
-        operand(r) is v for r, v in zip(amap.results, values, strict=True)
+    return (
+        nest if indices_are(store, [iv(loop) for loop in band], list(shape)) else None
     )

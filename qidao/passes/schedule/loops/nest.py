@@ -30,6 +30,7 @@ from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
     AffineConstantExpr,
+    AffineDimExpr,
     AffineExpr,
     AffineMap,
 )
@@ -477,3 +478,29 @@ def parse_loop_list(text: str | tuple[str, ...]) -> list[str]:
     for part in parts:
         names.extend(p.strip() for p in part.split(",") if p.strip())
     return names
+
+
+def indices_are(
+    op: affine.LoadOp | affine.StoreOp, values: list[SSAValue], shape: list[int]
+) -> bool:
+    """Whether the access's index is exactly ``[values[0], values[1], ...]`` (or the
+    constant 0 in a dimension of size 1, as a broadcast reads it)."""
+    affine_map = op.map.data
+    operands = list(op.indices)
+    num_dims = affine_map.num_dims
+    as_dims = affine_map.replace_dims_and_symbols(
+        [AffineExpr.dimension(k) for k in range(num_dims)],
+        [AffineExpr.dimension(num_dims + k) for k in range(affine_map.num_symbols)],
+        len(operands),
+        0,
+    )
+    if len(as_dims.results) != len(values):
+        return False
+    for d, result in enumerate(as_dims.results):
+        expr = simplify(result, len(operands), 0)
+        if isinstance(expr, AffineDimExpr) and operands[expr.position] is values[d]:
+            continue
+        if shape[d] == 1 and expr == AffineExpr.constant(0):
+            continue
+        return False
+    return True
