@@ -31,4 +31,9 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return X86Vector
 
-    return {"tg": tg, "amx": amx, "x86vector": x86vector}
+    def lanes() -> Dialect:
+        from qidao.dialects.lanes import Lanes
+
+        return Lanes
+
+    return {"tg": tg, "amx": amx, "x86vector": x86vector, "lanes": lanes}

@@ -44,6 +44,7 @@ from qidao.passes.cpu.llvm import func as func_patterns
 from qidao.passes.cpu.llvm import memref as memref_patterns
 from qidao.passes.cpu.llvm import parallel as parallel_patterns
 from qidao.passes.cpu.llvm.amx import HANDLERS as AMX_HANDLERS
+from qidao.passes.cpu.llvm.lanes import HANDLERS as LANES_HANDLERS
 from qidao.passes.cpu.llvm.lowering import Handler, LoweringError
 from qidao.passes.cpu.llvm.vector import HANDLERS as VECTOR_HANDLERS
 from qidao.passes.cpu.llvm.x86 import HANDLERS as X86_HANDLERS
@@ -56,6 +57,7 @@ HANDLERS: dict[type[Operation], Handler] = {
     **VECTOR_HANDLERS,
     **X86_HANDLERS,
     **AMX_HANDLERS,
+    **LANES_HANDLERS,
 }
 
 

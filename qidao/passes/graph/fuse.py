@@ -46,7 +46,9 @@ the rules add what depends on its operands, type and uses.
    - *Epilogue*: the elementwise ops computed from the ``tg.matmul``/``tg.conv2d``
      result join, as long as each has the result's shape and element type (their
      other operands, graph values or constants, are read broadcast to that shape)
-     and the group keeps **one** value used outside it. A ``tg.matmul_integer``'s
+     and the group keeps **one** value used outside it, of that element type. A
+     comparison joins too when its every use is a select's condition (``Clip``'s
+     ``where(y >= lo, y, max(y, lo))``, ReLU6): its mask lives in registers. A ``tg.matmul_integer``'s
      epilogue may change the element type (int32 sums requantized to int8): its
      kernel sums in an int32 buffer of its own and the epilogue writes the
      output (``sink-reshape`` first moves an int8 convolution's reshape to NHWC
@@ -134,7 +136,14 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qidao.dialects.attributes import UPDATE_ATTR
-from qidao.dialects.tg import FusedOp, MatmulIntegerOp, ReduceOp, YieldOp
+from qidao.dialects.tg import (
+    CompareOp,
+    FusedOp,
+    MatmulIntegerOp,
+    ReduceOp,
+    SelectOp,
+    YieldOp,
+)
 from qidao.dialects.tg.base import TgOp
 from qidao.dialects.tg.types import element_of, shape_of
 
@@ -326,7 +335,12 @@ def _epilogue(anchor: Operation, block: Block) -> list[Operation]:
     """The epilogue DAG if it leaves one value used outside, else the chain (an
     int8 product's with its side inputs)."""
     dag = _epilogue_dag(anchor, block)
-    if len(_escaping({anchor, *dag})) != 1:
+    escaping = _escaping({anchor, *dag})
+    if len(escaping) != 1 or (
+        # a mask whose select stayed outside would be the output
+        not isinstance(anchor, MatmulIntegerOp)
+        and element_of(escaping[0].type) != element_of(anchor.results[0].type)
+    ):
         dag = _epilogue_chain(anchor)
     if isinstance(anchor, MatmulIntegerOp):
         dag += _side_inputs(anchor, dag, block)
@@ -375,6 +389,22 @@ def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
     )
 
 
+def _is_mask(op: Operation, anchor: Operation) -> bool:
+    """A comparison in a float epilogue whose every use is a select's condition
+    (``Clip``'s ``where(x >= lo, x, max(x, lo))``): the mask lives in registers
+    (the DAG keeps it only if its selects join too, see ``_epilogue``)."""
+    return (
+        isinstance(op, CompareOp)
+        and _is_elementwise(op)
+        and op.parent is anchor.parent
+        and shape_of(op.results[0].type) == shape_of(anchor.results[0].type)
+        and all(
+            isinstance(use.operation, SelectOp) and use.index == 0
+            for use in op.results[0].uses
+        )
+    )
+
+
 def _epilogue_dag(anchor: Operation, block: Block) -> list[Operation]:
     """Every elementwise op reachable from ``anchor`` through ops that join, while
     the group stays convex."""
@@ -389,7 +419,7 @@ def _epilogue_dag(anchor: Operation, block: Block) -> list[Operation]:
                 user = use.operation
                 if (
                     user not in inside
-                    and _joins_epilogue(user, anchor)
+                    and (_joins_epilogue(user, anchor) or _is_mask(user, anchor))
                     and _is_convex(inside | {user}, flow)
                 ):
                     inside.add(user)

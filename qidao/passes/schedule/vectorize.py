@@ -63,9 +63,11 @@ the module is left as it was):
 - its body holds only ``affine.load``/``affine.store``, ``arith.constant`` and the
   float ops ``arith.addf/subf/mulf/divf/negf/maximumf/minimumf/maxnumf/minnumf`` and
   ``math.fma/sqrt/absf/exp/log/exp2/log2/sin/cos/floor/ceil/tanh/trunc/round/roundeven``,
-  and ``arith.extf/truncf`` (f16 kernels compute in f32 between the two; anything
-  else is named in the error), on float element types (integer and bool memrefs
-  are refused: "only float elements are vectorized");
+  and ``arith.extf/truncf`` (f16 kernels compute in f32 between the two), on float
+  element types (integer and bool memrefs are refused: "only float elements are
+  vectorized"), plus ``arith.select`` of floats and the float ``arith.cmpf``
+  whose every use is a select's condition in the body (anything else is named in
+  the error);
 - every access is either *invariant* (its indices do not depend on the loop: a scalar
   load then ``vector.broadcast``) or *unit-stride contiguous* (only the last index
   depends on the loop, with coefficient 1, and the memref's innermost stride is 1: one
@@ -76,6 +78,13 @@ the module is left as it was):
   and a memref that the loop stores to is loaded only at exactly the stored indices
   (otherwise a loop-carried dependence through memory could be reordered);
 - a tail loop's name ``<loop>_tail`` is not taken (``DuplicateLoopNameError``).
+
+Masks. ``arith.cmpf`` on vectors is ``lanes.cmpf`` (a ``vector<W x i1>``, see
+``qidao/dialects/lanes.py``: the pinned xDSL types ``arith.cmpf`` with a scalar
+``i1`` only) and a select by it ``lanes.select``; a select whose condition is
+defined outside the loop stays ``arith.select`` (a scalar ``i1`` picks a whole
+vector). ``where(x >= 0, x, max(x, 0))`` keeps every lane's bits, NaN and ``-0.0``
+included, as the scalar loop does.
 
 Values defined outside the loop (and constants inside it, which are hoisted) are
 broadcast once, before the loop. ``convert-to-llvm`` lowers the vector ops (see
@@ -150,6 +159,7 @@ from xdsl.dialects import affine, arith, math, vector
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -165,7 +175,9 @@ from xdsl.ir.affine import (
 )
 from xdsl.passes import ModulePass
 
+from qidao.dialects import lanes as lanes_dialect
 from qidao.dialects.attributes import LOOP_ATTR
+from qidao.dialects.lanes import PREDICATES
 from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
@@ -432,6 +444,9 @@ def check_vectorizable(loop: affine.ForOp, kernel: str, name: str, width: int) -
             continue
         if isinstance(op, arith.ConstantOp):
             continue
+        if isinstance(op, arith.CmpfOp | arith.SelectOp):
+            _check_mask_op(op, loop, kernel, name)
+            continue
         if not isinstance(op, LANEWISE) or not all(
             isinstance(v.type, AnyFloat) for v in (*op.operands, *op.results)
         ):
@@ -458,6 +473,39 @@ def check_vectorizable(loop: affine.ForOp, kernel: str, name: str, width: int) -
                     f"at {load.map.data}: a dependence across iterations",
                 )
     return Plan(kinds, reductions, bounds)
+
+
+def _check_mask_op(
+    op: arith.CmpfOp | arith.SelectOp, loop: affine.ForOp, kernel: str, name: str
+) -> None:
+    """A float ``cmpf`` whose every use is the condition of a ``select`` in the body
+    (its vector form is a ``lanes.cmpf`` mask, which nothing else reads), or a
+    ``select`` of floats."""
+    if isinstance(op, arith.CmpfOp):
+        if op.predicate.value.data not in PREDICATES.values():
+            why = "a constant 'false'/'true' comparison"
+        elif not isinstance(op.lhs.type, AnyFloat):
+            why = f"a comparison of {op.lhs.type}"
+        elif not all(
+            isinstance(u.operation, arith.SelectOp)
+            and u.index == 0
+            and u.operation.parent_block() is loop.body.block
+            for u in op.result.uses
+        ):
+            why = "a comparison whose result is used other than as a select's condition"
+        else:
+            return
+    elif isinstance(op.lhs.type, AnyFloat):
+        return
+    else:
+        why = f"a select of {op.lhs.type}"
+    raise IllegalScheduleError(
+        PRIMITIVE,
+        kernel,
+        name,
+        f"its body has '{op.name}', {why}, which is not vectorized (only float "
+        "comparisons that feed a select, and selects of floats)",
+    )
 
 
 # --- rewriting --------------------------------------------------------------------
@@ -612,8 +660,26 @@ def _vectorize_op(op: Operation, plan: Plan, lanes: _Lanes) -> bool:
         store = vector.StoreOp(lanes.of(op.value), op.memref, _index_values(op, op))
         block.insert_op_before(store, op)
         return True
-    new = type(op).create(  # lanewise
-        operands=[lanes.of(v) for v in op.operands],
+    if isinstance(op, arith.CmpfOp):
+        mask = lanes_dialect.CmpfOp(
+            lanes.of(op.lhs), lanes.of(op.rhs), op.predicate.value.data
+        )
+        mask.result.name_hint = op.result.name_hint
+        block.insert_op_before(mask, op)
+        lanes.vectors[op.result] = mask.result
+        return True
+    if isinstance(op, arith.SelectOp) and op.cond in lanes.vectors:
+        select = lanes_dialect.SelectOp(
+            lanes.vectors[op.cond], lanes.of(op.lhs), lanes.of(op.rhs)
+        )
+        select.result.name_hint = op.result.name_hint
+        block.insert_op_before(select, op)
+        lanes.vectors[op.result] = select.result
+        return True
+    new = type(op).create(  # lanewise (a select on an invariant i1 keeps it scalar)
+        operands=[
+            v if isinstance(v.type, IntegerType) else lanes.of(v) for v in op.operands
+        ],
         result_types=[lanes.vector_type(r.type) for r in op.results],
         properties=dict(op.properties),
         attributes=dict(op.attributes),

@@ -287,3 +287,74 @@ def test_every_lanewise_op_has_a_vector_lowering() -> None:
 
     lowered = set(vector._SAME_OP) | set(vector._INTRINSIC)
     assert set(LANEWISE) == lowered
+
+
+# --- masks: comparisons that feed selects -------------------------------------------
+
+
+def _special(shape: tuple[int, int]) -> np.ndarray[Any, Any]:
+    """Values around Clip's bounds, with NaN, infinities and both zeros."""
+    a = rand(*shape) * 8
+    a.flat[:8] = [-0.0, 0.0, np.nan, 6.0, -np.inf, np.inf, -6.0, 5.999999]
+    return a
+
+
+@pytest.mark.parametrize("n", [64, 67])
+def test_clip_masks_keep_every_bit(n: int) -> None:
+    """ONNX Clip's ``where(x >= lo, x, max(x, lo))`` then ``where(.. <= hi, ..)``,
+    vectorized with lanes.cmpf/lanes.select (and a scalar tail when 16 does not
+    divide n): bit for bit NumPy's clip, -0.0 and NaN included."""
+    g = Graph("main")
+    x = g.input("x", (8, n))
+    y = g.where(g.greater_equal(x, 0.0), x, g.maximum(x, 0.0))
+    g.output(g.where(g.less_equal(y, 6.0), y, g.minimum(y, 6.0)))
+    kernel = "main_k0_fused"
+    compiled = qidao.compile(g, schedule=lambda s: s.vectorize(kernel, "i1"))
+    a = _special((8, n))
+    (got,) = compiled(a)
+    ref = np.clip(a, np.float32(0), np.float32(6))
+    assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
+    assert "lanes.cmpf oge" in compiled.ir("schedule")
+    optimized = compiled.ir("llvm-opt")
+    assert "fcmp oge <16 x float>" in optimized
+    assert "select <16 x i1>" in optimized
+
+
+def test_comparison_as_a_value_is_refused() -> None:
+    """A mask cast to float is a value, not a select's condition: refused, and
+    the module is left as it was."""
+    g = Graph("main")
+    x = g.input("x", (4, 32))
+    g.output(g.cast(g.greater(x, 0.0), "float32"))
+    s = Schedule.for_model(g)
+    kernel = next(k for k, ops in s.kernels().items() if "tg.greater" in ops)
+    before = str(s.module)
+    with pytest.raises(
+        IllegalScheduleError, match="other than as a select's condition"
+    ):
+        s.vectorize(kernel, "i1")
+    assert str(s.module) == before
+
+
+def test_conv_relu6_epilogue_is_one_vectorized_kernel() -> None:
+    """A conv2d with ReLU6 (Clip 0..6) is one kernel under the default schedule,
+    its mask compare vectorized, and matches torch's conv2d + clamp (NaN where
+    the input has one)."""
+    torch = pytest.importorskip("torch")
+    g = Graph("main")
+    x = g.input("x", (1, 16, 12, 12))
+    w = g.input("w", (32, 16, 3, 3))
+    y = g.conv2d(x, w, padding=1)
+    y = g.where(g.greater_equal(y, 0.0), y, g.maximum(y, 0.0))
+    g.output(g.where(g.less_equal(y, 6.0), y, g.minimum(y, 6.0)))
+    compiled = qidao.compile(g)
+    fused = [k for k in compiled.stats["default_schedule"] if "fused" in k]
+    assert len(fused) == 1, compiled.stats["default_schedule"]
+    a, b = rand(1, 16, 12, 12) * 4, rand(32, 16, 3, 3)
+    a[0, 3, 5, 5] = np.nan
+    (got,) = compiled(a, b)
+    conv = torch.nn.functional.conv2d(torch.tensor(a), torch.tensor(b), padding=1)
+    ref = torch.clamp(conv, 0, 6).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.isnan(ref).any()
+    assert "fcmp oge <16 x float>" in compiled.ir("llvm-opt")

@@ -258,6 +258,61 @@ func.func @conv_input_prologue(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>)
   func.return %2 : tensor<1x4x3x3xf32>
 }
 
+// Rule 2 with a mask: Clip's where(y >= 0, y, max(y, 0)) then where(.. <= 6, ..):
+// each comparison is only a select's condition, so it joins the epilogue too.
+// CHECK-LABEL: func.func @conv_clip_epilogue
+// CHECK:         tg.fused %x, %w, %lo, %hi
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[C:.*]] = tg.conv2d
+// CHECK-NEXT:      %[[G:.*]] = tg.greater_equal %[[C]]
+// CHECK-NEXT:      %[[M:.*]] = tg.max %[[C]]
+// CHECK-NEXT:      %[[S:.*]] = tg.select %[[G]], %[[C]], %[[M]]
+// CHECK-NEXT:      %[[L:.*]] = tg.less_equal %[[S]]
+// CHECK-NEXT:      %[[N:.*]] = tg.min %[[S]]
+// CHECK-NEXT:      %[[T:.*]] = tg.select %[[L]], %[[S]], %[[N]]
+// CHECK-NEXT:      tg.yield %[[T]]
+func.func @conv_clip_epilogue(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>, %lo: tensor<f32>, %hi: tensor<f32>) -> tensor<1x4x3x3xf32> {
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %1 = tg.greater_equal %0, %lo : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xi1>
+  %2 = tg.max %0, %lo : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %3 = tg.select %1, %0, %2 : (tensor<1x4x3x3xi1>, tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %4 = tg.less_equal %3, %hi : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xi1>
+  %5 = tg.min %3, %hi : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %6 = tg.select %4, %3, %5 : (tensor<1x4x3x3xi1>, tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  func.return %6 : tensor<1x4x3x3xf32>
+}
+
+// Must not fire: a comparison that is also a graph output is a mask the kernel
+// would have to store (a second output of another type): the epilogue DAG falls
+// back to the chain, and the conv's result has three uses, so it has none (the
+// max and the select make an elementwise chain of their own).
+// CHECK-LABEL: func.func @conv_mask_returned
+// CHECK:         %[[C:.*]] = tg.conv2d %x, %w
+// CHECK-NEXT:    %[[G:.*]] = tg.greater_equal %[[C]], %lo
+// CHECK-NEXT:    tg.fused %[[C]], %lo, %[[G]]
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tg.max
+// CHECK-NEXT:      tg.select
+// CHECK-NEXT:      tg.yield
+func.func @conv_mask_returned(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>, %lo: tensor<f32>) -> (tensor<1x4x3x3xf32>, tensor<1x4x3x3xi1>) {
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %1 = tg.greater_equal %0, %lo : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xi1>
+  %2 = tg.max %0, %lo : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %3 = tg.select %1, %0, %2 : (tensor<1x4x3x3xi1>, tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  func.return %3, %1 : tensor<1x4x3x3xf32>, tensor<1x4x3x3xi1>
+}
+
+// Must not fire: a comparison alone after a conv (its mask is the output, of
+// another element type than the conv's) is no epilogue.
+// CHECK-LABEL: func.func @conv_compare_only
+// CHECK:         %[[C:.*]] = tg.conv2d %x, %w
+// CHECK-NEXT:    %{{.*}} = tg.greater %[[C]], %lo
+func.func @conv_compare_only(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>, %lo: tensor<f32>) -> tensor<1x4x3x3xi1> {
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %1 = tg.greater %0, %lo : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xi1>
+  func.return %1 : tensor<1x4x3x3xi1>
+}
+
 // Rule 1: softmax written out of tg ops is one row group.
 // CHECK-LABEL: func.func @softmax_from_ops
 // CHECK-NEXT:    %[[F:.*]] = tg.fused %x : (tensor<4x8xf32>) -> tensor<4x8xf32> {

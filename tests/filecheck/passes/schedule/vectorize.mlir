@@ -20,6 +20,9 @@
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_col" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-COL
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_dep" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-DEP
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k_op" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-OP
+// RUN: qidao-opt %s -p 'vectorize{kernel="k_mask" loop="j" width=4},vectorize{kernel="k_mask_outer" loop="j" width=4}' | filecheck %s --check-prefix=MASK
+// RUN: qidao-opt %s -p 'vectorize{kernel="k_mask" loop="j" width=4},vectorize{kernel="k_mask_outer" loop="j" width=4},lower-affine,convert-scf-to-cf,convert-to-llvm' | filecheck %s --check-prefix=LLVM-MASK
+// RUN: not qidao-opt %s -p 'vectorize{kernel="k_mask_cast" loop="j" width=4}' 2>&1 | filecheck %s --check-prefix=ERR-MASK
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k" loop="j" width=0}' 2>&1 | filecheck %s --check-prefix=ERR-WIDTH
 // RUN: not qidao-opt %s -p 'vectorize{kernel="k" loop="j" width=1048576}' 2>&1 | filecheck %s --check-prefix=ERR-WIDE
 
@@ -159,13 +162,66 @@ func.func private @k_dep(%y: memref<9xf32>) attributes {qd.kernel = "t"} {
   func.return
 }
 
-// ERR-OP: IllegalScheduleError: vectorize: loop 'j' in kernel 'k_op': its body has 'arith.cmpf', which is not vectorized
-func.func private @k_op(%x: memref<8xf32>, %y: memref<8xf32>) attributes {qd.kernel = "t"} {
+// A comparison feeding a select (Clip's lower bound, NaN kept): lanes.cmpf makes a
+// vector<4xi1> mask, lanes.select blends by it; the invariant 0.0 is broadcast once.
+// MASK-LABEL: func.func private @k_mask(
+// MASK:         %[[Z:.*]] = vector.broadcast %c : f32 to vector<4xf32>
+// MASK-NEXT:    affine.for %j = 0 to 8 step 4 {
+// MASK-NEXT:      %v = vector.load %x[%j] : memref<8xf32>, vector<4xf32>
+// MASK-NEXT:      %p = lanes.cmpf oge, %v, %[[Z]] : vector<4xf32>
+// MASK-NEXT:      %m = arith.maximumf %v, %[[Z]] : vector<4xf32>
+// MASK-NEXT:      %w = lanes.select %p, %v, %m : vector<4xi1>, vector<4xf32>
+// MASK-NEXT:      vector.store %w, %y[%j] : memref<8xf32>, vector<4xf32>
+// LLVM-MASK-LABEL: llvm.func @k_mask(
+// LLVM-MASK:         %[[P:p[_0-9]*]] = llvm.fcmp "oge" %[[V:v[_0-9]*]], %{{.*}} : vector<4xf32>
+// LLVM-MASK:         %{{.*}} = llvm.select %[[P]], %[[V]], %{{.*}} : vector<4xi1>, vector<4xf32>
+func.func private @k_mask(%x: memref<8xf32>, %y: memref<8xf32>) attributes {qd.kernel = "t"} {
+  %c = arith.constant 0.000000e+00 : f32
+  affine.for %j = 0 to 8 {
+    %v = affine.load %x[%j] : memref<8xf32>
+    %p = arith.cmpf oge, %v, %c : f32
+    %m = arith.maximumf %v, %c : f32
+    %w = arith.select %p, %v, %m : f32
+    affine.store %w, %y[%j] : memref<8xf32>
+  } {qd.loop = "j"}
+  func.return
+}
+
+// A select on a condition from outside the loop stays arith.select: one scalar i1
+// picks a whole vector.
+// MASK-LABEL: func.func private @k_mask_outer(
+// MASK:         %w = arith.select %p, %{{.*}}, %{{.*}} : vector<4xf32>
+// LLVM-MASK-LABEL: llvm.func @k_mask_outer(
+// LLVM-MASK:         %{{.*}} = llvm.select %{{.*}}, %{{.*}}, %{{.*}} : i1, vector<4xf32>
+func.func private @k_mask_outer(%x: memref<8xf32>, %y: memref<8xf32>, %p: i1) attributes {qd.kernel = "t"} {
+  %c = arith.constant 0.000000e+00 : f32
+  affine.for %j = 0 to 8 {
+    %v = affine.load %x[%j] : memref<8xf32>
+    %w = arith.select %p, %v, %c : f32
+    affine.store %w, %y[%j] : memref<8xf32>
+  } {qd.loop = "j"}
+  func.return
+}
+
+// Must not fire: a comparison whose result is not a select's condition (here it is
+// cast to a float) would need the mask as a value.
+// ERR-MASK: IllegalScheduleError: vectorize: loop 'j' in kernel 'k_mask_cast': its body has 'arith.cmpf', a comparison whose result is used other than as a select's condition, which is not vectorized
+func.func private @k_mask_cast(%x: memref<8xf32>, %y: memref<8xf32>) attributes {qd.kernel = "t"} {
   %c = arith.constant 0.000000e+00 : f32
   affine.for %j = 0 to 8 {
     %v = affine.load %x[%j] : memref<8xf32>
     %p = arith.cmpf ogt, %v, %c : f32
-    %w = arith.select %p, %v, %c : f32
+    %w = arith.uitofp %p : i1 to f32
+    affine.store %w, %y[%j] : memref<8xf32>
+  } {qd.loop = "j"}
+  func.return
+}
+
+// ERR-OP: IllegalScheduleError: vectorize: loop 'j' in kernel 'k_op': its body has 'math.atan', which is not vectorized
+func.func private @k_op(%x: memref<8xf32>, %y: memref<8xf32>) attributes {qd.kernel = "t"} {
+  affine.for %j = 0 to 8 {
+    %v = affine.load %x[%j] : memref<8xf32>
+    %w = math.atan %v : f32
     affine.store %w, %y[%j] : memref<8xf32>
   } {qd.loop = "j"}
   func.return
