@@ -173,6 +173,53 @@ def test_swish_epilogue_after_the_write_back() -> None:
     np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-5, atol=1e-5)
 
 
+RAGGED = [
+    # c, f, hw, stride, epilogue (no padding): OW 11, which no tile width divides
+    (16, 32, (5, 13), 1, "relu"),  # all F in one tile: the tile loop is ow_o
+    (32, 128, (4, 13), 1, "relu"),  # 64-channel panels: the tile loop is f_o
+    (16, 24, (4, 13), 1, "none"),  # F a multiple of 8: <8 x float> tiles
+    (256, 256, (5, 23), 2, "none"),  # weights past L2: panels outermost
+    (16, 32, (6, 13), 1, "swish"),  # a late epilogue stays a nest of its own
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("c", "f", "hw", "stride", "epilogue"), RAGGED)
+def test_ragged_row_peels_the_last_tile(
+    c: int, f: int, hw: tuple[int, int], stride: int, epilogue: str, threads: int
+) -> None:
+    """``OW`` that no tile width divides (wav2vec2's 799 output steps): the
+    first tile that fits, its last, narrower one peeled (``ow_o_t``), the two parts
+    each in registers; the same numbers as torch's conv (and epilogue)."""
+    rng = np.random.default_rng(9)
+    w = (rng.standard_normal((f, c, 3, 3)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(f).astype(np.float32)
+    g = Graph()
+    x = g.input("x", (1, c, *hw))
+    y = g.conv2d(x, w, b, strides=stride)
+    if epilogue == "relu":
+        y = g.relu(y)
+    elif epilogue == "swish":
+        y = g.mul(y, g.sigmoid(y))
+    g.output(y)
+    compiled = qidao.compile(g, threads=threads, algo="direct")
+    (kernel,) = [
+        k for k, v in compiled.stats["default_schedule"].items() if "conv2d:" in v
+    ]
+    report = compiled.stats["default_schedule"][kernel]
+    assert "pixels in a peeled tile (ow_o_t)" in report, report
+    trace = compiled.stats["schedule"]
+    assert f's.peel("{kernel}", "ow_o"' in trace
+    assert trace.count(f's.cache_write("{kernel}"') == 2
+    data = rng.standard_normal((1, c, *hw)).astype(np.float32)
+    want = reference(data, w, b, stride, 0).astype(np.float64)
+    if epilogue == "relu":
+        want = np.maximum(want, 0)
+    elif epilogue == "swish":
+        want = want / (1 + np.exp(-want))
+    np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("c", "f", "hw"), [(16, 24, (6, 10)), (8, 40, (6, 6))])
 def test_half_width_tile_for_f_a_multiple_of_8(
