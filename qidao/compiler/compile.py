@@ -111,7 +111,10 @@ def compile(
     step write its updated weights and optimizer states over the old ones (the
     ``update-in-place`` pass; False: new buffers each step); ``vnni`` and ``amx``
     (None, the default: where the CPU has them) compute int8 matmuls with AVX-512
-    VNNI and AMX tiles, True where the CPU lacks them is an error. CUDA options:
+    VNNI and AMX tiles, True where the CPU lacks them is an error;
+    ``pack_weights`` (None, the default: under the default schedule) stores
+    constant float32 matmul weights in the column panels the matmul tile reads
+    (``pack-panels``). CUDA options:
     ``device`` (``"cuda"``, or ``"emulate"``:
     the same CUDA C run on the CPU); ``records`` (a ``qidao tune --target cuda``
     file) as on the CPU, its records keyed by the GPU's model and compute

@@ -117,6 +117,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
             _graph("layout"),
             Step("select-conv-algo", graph_only=True, options=("algo", "threads")),
             Step("materialize-padding"),
+            _graph("pack-panels", when="pack_weights"),
             _graph("dce"),
             _graph("sink-reshape", when="vnni"),
             Step(
@@ -428,6 +429,8 @@ _WHEN_SHOWN = {
     "checkpoint": "checkpoint=...",
     "update_in_place": "optimizer=...` on the CPU, `update_in_place=True",
     "vnni": "vnni=None` (the default) on a CPU with AVX-512 VNNI, or `vnni=True",
+    "pack_weights": "pack_weights=None` (the default) under the default schedule, "
+    "or `pack_weights=True",
 }
 """How the stage table shows a ``when`` option that is not a flag."""
 

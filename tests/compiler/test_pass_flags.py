@@ -31,6 +31,7 @@ W_MAT = RNG.standard_normal((16, 8)).astype(np.float32)
 SHIFT = np.full(64, 0.1, np.float32)
 W_INT8 = RNG.integers(-128, 128, (8, 16)).astype(np.int8)
 B_INT32 = RNG.integers(-1000, 1000, 16).astype(np.int32)
+W_PANELS = RNG.standard_normal((16, 256)).astype(np.float32)
 
 
 def sink() -> Graph:
@@ -41,7 +42,8 @@ def sink() -> Graph:
     (collapse-matmul-batch), ``* 1`` (simplify), the same expression twice (cse),
     two identical kernels (dedupe-kernels) and an int8 matmul by a constant
     (pack-vnni, where the CPU has AVX-512 VNNI), reshaped, plus a bias
-    (sink-reshape)."""
+    (sink-reshape), and a float matmul by a constant 256 columns wide
+    (pack-panels)."""
     g = Graph("main")
     x = g.input("x", (1, 16, 8, 8))
     a = g.input("a", (2, 4, 16))
@@ -54,6 +56,7 @@ def sink() -> Graph:
     g.output(y, g.relu(g.add(g.exp(m), c)), g.relu(g.add(g.exp(m), c)))
     p = g.reshape(g.matmul_integer(q, W_INT8), (1, 3, 16))
     g.output(g.add(p, g.constant(B_INT32)))
+    g.output(g.matmul(a, W_PANELS))
     return g
 
 
@@ -67,7 +70,8 @@ def reference(x: np.ndarray, a: np.ndarray, q: np.ndarray) -> list[np.ndarray]:
     )
     m = np.maximum(np.exp(a.astype(np.float64) @ W_MAT) + 5.0, 0)
     p = q.astype(np.int64) @ W_INT8.astype(np.int64) + B_INT32
-    return [y.numpy(), m, m, p.reshape(1, 3, 16)]
+    panels = a.astype(np.float64) @ W_PANELS
+    return [y.numpy(), m, m, p.reshape(1, 3, 16), panels]
 
 
 INPUTS = [
@@ -244,10 +248,12 @@ def test_a_diff_holds_the_lines_a_pass_removed_and_added() -> None:
 def test_before_prints_the_ir_the_pass_gets() -> None:
     """The IR before ``fuse`` is the IR after the passes that ran before it
     (``materialize-padding``, then ``dce``, which changes nothing here; with
-    ``vnni=False`` ``sink-reshape`` does not run, on any CPU)."""
+    ``vnni=False`` ``sink-reshape`` does not run, on any CPU, and with
+    ``pack_weights=False`` neither does ``pack-panels``)."""
     _, text = printed(
         sink(),
         vnni=False,
+        pack_weights=False,
         debug=qidao.PrintIR(after=["materialize-padding", "dce"], before=["fuse"]),
     )
     (t1, padded), (t2, _), (t3, before_fuse), _ = sections(text)

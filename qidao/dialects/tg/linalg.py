@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
@@ -66,6 +67,26 @@ def layout_name(op: str, layout: str) -> str:
     return op if layout == NCHW else f"{op} ({layout})"
 
 
+PANELS = "panels"
+"""The ``rhs_layout`` of a matmul rhs stored in column panels (``MatmulOp``)."""
+PANEL_WIDTH = 32
+"""The columns of one panel: the width of the CPU's register tile of C."""
+
+
+def pack_panels(w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``[K, N] -> [N / 32, K, 32]``: ``packed[p, k, c] = w[k, 32 p + c]``."""
+    k, n = w.shape
+    return np.ascontiguousarray(
+        w.reshape(k, n // PANEL_WIDTH, PANEL_WIDTH).swapaxes(0, 1)
+    )
+
+
+def unpack_panels(packed: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The ``[K, N]`` matrix a panel-packed rhs stands for."""
+    p, k, c = packed.shape
+    return packed.swapaxes(0, 1).reshape(k, p * c)
+
+
 @irdl_op_definition
 class MatmulOp(TgOp):
     """Matrix product with NumPy ``matmul`` semantics for rank >= 2.
@@ -74,7 +95,14 @@ class MatmulOp(TgOp):
 
     ```mlir
     %y = tg.matmul %x, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+    %z = tg.matmul %x, %p rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
     ```
+
+    ``rhs_layout = "panels"``: the rhs ``B`` (``K x N``, no batch dimensions) is
+    stored as its column panels, ``[N / 32, K, 32]`` with ``rhs[p, k, c] = B[k,
+    32 p + c]``: each panel of 32 columns contiguous, the layout the CPU's register
+    tile reads (the ``pack-panels`` pass makes it from a constant weight, once,
+    at compile time, as ONNX Runtime prepacks its GEMM weights).
     """
 
     KERNEL_KIND: ClassVar[str] = "matmul"
@@ -83,20 +111,31 @@ class MatmulOp(TgOp):
     name = "tg.matmul"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
+    rhs_layout = opt_prop_def(StringAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = (
-        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` "
-        "`->` type($result)"
+        "$lhs `,` $rhs (`rhs_layout` `=` $rhs_layout^)? attr-dict `:` "
+        "`(` type($lhs) `,` type($rhs) `)` `->` type($result)"
     )
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue) -> None:
-        t = self.infer(tensor(lhs), tensor(rhs))
-        super().__init__(operands=[lhs, rhs], result_types=[t])
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, rhs_layout: str = "") -> None:
+        t = self.infer(tensor(lhs), tensor(rhs), rhs_layout)
+        props = {"rhs_layout": StringAttr(rhs_layout)} if rhs_layout else {}
+        super().__init__(operands=[lhs, rhs], result_types=[t], properties=props)
+
+    @property
+    def panels(self) -> bool:
+        """Whether the rhs is stored in column panels (``[N / 32, K, 32]``)."""
+        return self.rhs_layout is not None
 
     @staticmethod
-    def infer(lhs: TensorType[Attribute], rhs: TensorType[Attribute]) -> Attribute:
+    def infer(
+        lhs: TensorType[Attribute], rhs: TensorType[Attribute], rhs_layout: str = ""
+    ) -> Attribute:
         a, b = lhs.get_shape(), rhs.get_shape()
+        if rhs_layout:
+            b = _unpacked_shape(rhs_layout, b)
         if len(a) < 2 or len(b) < 2:
             raise VerifyException(
                 f"tg.matmul expects operands of rank >= 2, got {fmt_shape(a)} and "
@@ -119,11 +158,32 @@ class MatmulOp(TgOp):
         self.verify_tensors()
         self.expect_float()
         self.expect_same_element_type()
-        self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs)))
+        layout = "" if self.rhs_layout is None else self.rhs_layout.data
+        if self.rhs_layout is not None and layout != PANELS:
+            raise VerifyException(
+                f'tg.matmul: rhs_layout must be "{PANELS}" or omitted (K x N, the '
+                f'default), got "{layout}"'
+            )
+        self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs), layout))
 
     def flops(self) -> int:
         """``2·M·N·K`` per batch: a multiply and an add per term."""
         return 2 * numel(self.result.type) * shape_of(self.lhs.type)[-1]
+
+
+def _unpacked_shape(layout: str, packed: Sequence[int]) -> tuple[int, int]:
+    """The ``[K, N]`` a panel-packed rhs stands for, after checking it."""
+    if layout != PANELS:
+        raise VerifyException(
+            f'tg.matmul: rhs_layout must be "{PANELS}" or omitted, got "{layout}"'
+        )
+    if len(packed) != 3 or packed[2] != PANEL_WIDTH:
+        raise VerifyException(
+            f'tg.matmul with rhs_layout = "{PANELS}" takes a rhs [N / {PANEL_WIDTH}, '
+            f"K, {PANEL_WIDTH}] (column panels, no batch dimensions), got "
+            f"{fmt_shape(tuple(packed))}"
+        )
+    return packed[1], packed[0] * PANEL_WIDTH
 
 
 def conv_output_size(

@@ -95,7 +95,7 @@ from qidao.dialects.tg.layout_ops import (
     TransposeOp,
     ViewOp,
 )
-from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
+from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp, unpack_panels
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp, matmul_integer_reference
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
 from qidao.dialects.tg.pad import PadOp
@@ -533,7 +533,9 @@ def _top_k_indices(op: Operation, xs: list[Array]) -> list[Array]:
 
 
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
-    return [np.matmul(xs[0], xs[1])]
+    assert isinstance(op, MatmulOp)
+    rhs = unpack_panels(xs[1]) if op.panels else xs[1]
+    return [np.matmul(xs[0], rhs)]
 
 
 def _matmul_integer(op: Operation, xs: list[Array]) -> list[Array]:

@@ -228,6 +228,7 @@ class ContiguousOfTransposedMatmul(RewritePattern):
         swap = (*range(rank - 2), rank - 1, rank - 2)
         if (
             not isinstance(m, MatmulOp)
+            or m.panels  # a packed rhs has no transpose of its own
             or ints(t.perm) != swap
             or not m.result.has_one_use()
         ):

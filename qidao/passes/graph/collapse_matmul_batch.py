@@ -24,7 +24,8 @@ over its calls):
 | ``[1, 28, 28, 96] x [96, 384]`` and back        | 1 + 1 | 1.52 ms | 1.36 ms |
 
 Rules:
-- A bare ``tg.matmul`` fires when its rhs has rank 2, its lhs rank 3 or more with
+- A bare ``tg.matmul`` fires when its rhs has rank 2 (or is a matrix in column
+  panels, ``pack-panels``'s ``rhs_layout = "panels"``), its lhs rank 3 or more with
   more than one batch (``prod(b) > 1``: a ``[1, S, D]`` lhs already runs its rows
   in one batch iteration), and ``tg.view`` accepts ``[P, K]`` for the lhs's layout
   (a transposed lhs has no such view: it stays). An rhs with batch dimensions
@@ -121,9 +122,10 @@ class _Rows:
     @staticmethod
     def of(matmul: tg.MatmulOp) -> _Rows | None:
         """The row space to collapse, if the matmul has a batched lhs (more than one
-        batch) and a 2-D rhs."""
+        batch) and a 2-D rhs (or one in column panels, ``rhs_layout``)."""
         lhs, rhs = shape_of(matmul.lhs.type), shape_of(matmul.rhs.type)
-        if len(lhs) < 3 or len(rhs) != 2 or num_elements(lhs[:-2]) == 1:
+        plain = len(rhs) == 2 or matmul.panels
+        if len(lhs) < 3 or not plain or num_elements(lhs[:-2]) == 1:
             return None
         return _Rows(lhs[:-1])
 
@@ -151,6 +153,11 @@ class _Rows:
 # a bare matmul
 
 
+def _layout(matmul: tg.MatmulOp) -> str:
+    """The rhs layout the flattened matmul keeps (its rhs is the same value)."""
+    return "" if matmul.rhs_layout is None else matmul.rhs_layout.data
+
+
 def _collapse_matmul(matmul: tg.MatmulOp) -> None:
     rows = _Rows.of(matmul)
     if rows is None:
@@ -159,7 +166,7 @@ def _collapse_matmul(matmul: tg.MatmulOp) -> None:
     if not _has_view(matmul.lhs, flat_lhs):
         return
     lhs = _view_before(matmul.lhs, flat_lhs, matmul)
-    flat = tg.MatmulOp(lhs, matmul.rhs)
+    flat = tg.MatmulOp(lhs, matmul.rhs, _layout(matmul))
     flat.attributes.update(matmul.attributes)  # e.g. select-conv-algo's qd.algo
     _replace(matmul, flat)
 
@@ -247,7 +254,7 @@ def _rebuild(
 ) -> Operation:
     """``op`` on the 2-D ``operands``, its results of ``shapes``."""
     if isinstance(op, tg.MatmulOp):
-        flat = tg.MatmulOp(operands[0], operands[1])
+        flat = tg.MatmulOp(operands[0], operands[1], _layout(op))
         flat.attributes.update(op.attributes)  # e.g. select-conv-algo's qd.algo
         return flat
     if isinstance(op, tg.YieldOp):

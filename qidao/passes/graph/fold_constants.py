@@ -317,7 +317,7 @@ class PackMatmulWeight(RewritePattern):
     right operand read through a strided view becomes a row-major constant."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, MatmulOp) or is_row_major(op.rhs.type):
+        if not isinstance(op, MatmulOp) or op.panels or is_row_major(op.rhs.type):
             return
         weight = constant_value(op.rhs)
         if weight is None:

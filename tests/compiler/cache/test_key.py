@@ -219,6 +219,7 @@ def test_every_option_is_part_of_the_key(cache_dir: Path) -> None:
         "vnni": False,
         # False differs from the default only where AMX runs (True elsewhere: an error)
         "amx": False if amx_available() else None,
+        "pack_weights": False,  # the default schedule's default is True
         "disable": ["cse"],
         "debug": None,
         "verify": None,

@@ -40,6 +40,10 @@ HOST_STAGE = "schedule"
 ``compiled.stats`` counts (launches, buffers, bytes)."""
 
 
+def _default_schedule(spec: object) -> bool:
+    return isinstance(spec, str) and spec == "default"
+
+
 class CpuTarget:
     """LLVM IR, JIT-compiled for the host CPU."""
 
@@ -53,6 +57,7 @@ class CpuTarget:
         "update_in_place": True,
         "vnni": None,
         "amx": None,
+        "pack_weights": None,
     }
     """``vnni``: pack 8-bit weights for AVX-512 VNNI and compute int8 matmuls with
     ``vpdpbusd`` (the ``pack-vnni`` pass, ``tensorize``'s ``avx512_vnni``); None
@@ -63,7 +68,12 @@ class CpuTarget:
     tile products (``tdpbusd``, ``tensorize``'s ``amx_int8``) where the shapes
     allow; None (the default): where the CPU has AMX-INT8 and Linux grants the
     process its tiles (``qidao/runtime/amx.py``). True where it cannot is an
-    error, as for ``vnni``."""
+    error, as for ``vnni``.
+
+    ``pack_weights``: store constant float32 matmul weights in the column panels
+    the matmul tile reads (the ``pack-panels`` pass); None (the default): under
+    the default schedule, so that a schedule of one's own meets the matmul as
+    written."""
 
     def check(self, settings: Settings) -> None:
         vnni = settings.options["vnni"]
@@ -87,6 +97,11 @@ class CpuTarget:
                 "amx out (None) to use it where it exists"
             )
         options["amx"] = amx_available() if amx is None else amx
+        pack = settings.options["pack_weights"]
+        if pack is not None and not isinstance(pack, bool):
+            raise TypeError(f"pack_weights must be None, True or False, got {pack!r}")
+        if pack is None:
+            options["pack_weights"] = _default_schedule(settings.options["schedule"])
         if not isinstance(settings.options["update_in_place"], bool):
             raise TypeError(
                 "update_in_place must be True or False, got "

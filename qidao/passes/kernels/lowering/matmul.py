@@ -31,6 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from qidao.dialects import tg
+from qidao.dialects.tg.linalg import PANEL_WIDTH
 from qidao.passes.kernels.lowering.common import (
     Kernel,
     Source,
@@ -84,7 +85,10 @@ def emit_matmul(
     b = [dim(d) for d in range(batch)]
     i, kd, j = dim(batch), dim(batch + 1), dim(batch + 2)
     lhs_index = [*broadcast_index(b, shape(op.lhs)[:-2]), i, kd]
-    rhs_index = [*broadcast_index(b, shape(op.rhs)[:-2]), kd, j]
+    if op.panels:  # rhs[j floordiv 32, k, j mod 32]: split j by 32 makes it plain
+        rhs_index = [j // PANEL_WIDTH, kd, j % PANEL_WIDTH]
+    else:
+        rhs_index = [*broadcast_index(b, shape(op.rhs)[:-2]), kd, j]
     out_index = [*b, i, j]
     with (
         em.nest([*batch_names, "i"], [*out_shape[:-2], m]) as row,

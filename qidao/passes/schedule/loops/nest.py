@@ -43,6 +43,7 @@ from qidao.passes.schedule.loops.errors import (
     LoopNotFoundError,
     NonConstantBoundsError,
 )
+from qidao.passes.schedule.loops.quotients import loop_range, simplify_quotients
 
 # --- finding kernels and loops --------------------------------------------------
 
@@ -454,7 +455,11 @@ def substitute(
     replaced = affine_map.replace_dims_and_symbols(
         replacements[:num_dims], replacements[num_dims:], len(dims), 0
     )
-    results = tuple(simplify(r, len(dims), 0) for r in replaced.results)
+    ranges = [loop_range(value) for value in dims]
+    results = tuple(
+        simplify(simplify_quotients(simplify(r, len(dims), 0), ranges), len(dims), 0)
+        for r in replaced.results
+    )
     return AffineMap(len(dims), 0, results), dims
 
 

@@ -140,6 +140,38 @@ func.func @matmul_vector(%x: tensor<16xf32>, %w: tensor<16x4xf32>) {
 
 // -----
 
+// CHECK: tg.matmul: rhs_layout must be "panels" or omitted (K x N, the default), got "vnni"
+func.func @matmul_layout(%x: tensor<8x16xf32>, %w: tensor<2x16x32xf32>) {
+  %y = tg.matmul %x, %w rhs_layout = "vnni" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.matmul with rhs_layout = "panels" takes a rhs [N / 32, K, 32] (column panels, no batch dimensions), got [16, 64]
+func.func @matmul_panels_rank(%x: tensor<8x16xf32>, %w: tensor<16x64xf32>) {
+  %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.matmul with rhs_layout = "panels" takes a rhs [N / 32, K, 32] (column panels, no batch dimensions), got [2, 16, 16]
+func.func @matmul_panels_width(%x: tensor<8x16xf32>, %w: tensor<2x16x16xf32>) {
+  %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x16xf32>) -> tensor<8x32xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.matmul: contraction sizes differ: lhs [8, 16] has K = 16 but rhs [8, 64] has K = 8
+func.func @matmul_panels_k(%x: tensor<8x16xf32>, %w: tensor<2x8x32xf32>) {
+  %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x8x32xf32>) -> tensor<8x64xf32>
+  func.return
+}
+
+// -----
+
 // CHECK: tg.matmul: contraction sizes differ: lhs [8, 16] has K = 16 but rhs [8, 4] has K = 8
 func.func @matmul_k_mismatch(%x: tensor<8x16xf32>, %w: tensor<8x4xf32>) {
   %y = tg.matmul %x, %w : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>

@@ -37,6 +37,24 @@ func.func @bare(%x: tensor<1x3x3x64xf32>, %w: tensor<64x32xf32>) -> tensor<1x3x3
   func.return %r : tensor<1x3x3x32xf32>
 }
 
+// A rhs in column panels (pack-panels) is a matrix too: the rows collapse, bare
+// and in a group, and the rebuilt matmul keeps its rhs_layout.
+// CHECK-LABEL: func.func @panels
+// CHECK-NEXT:    %x_2d = tg.view %x : tensor<1x3x3x64xf32> -> tensor<9x64xf32>
+// CHECK-NEXT:    %m_2d = tg.matmul %x_2d, %p rhs_layout = "panels" : (tensor<9x64xf32>, tensor<2x64x32xf32>) -> tensor<9x64xf32>
+// CHECK:         %h_2d = tg.fused %x_2d, %q, %b
+// CHECK:           %n = tg.matmul %{{.*}}, %{{.*}} rhs_layout = "panels" : (tensor<9x64xf32>, tensor<2x64x32xf32>) -> tensor<9x64xf32>
+func.func @panels(%x: tensor<1x3x3x64xf32>, %p: tensor<2x64x32xf32>, %q: tensor<2x64x32xf32>, %b: tensor<64xf32>) -> (tensor<1x3x3x64xf32>, tensor<1x3x3x64xf32>) {
+  %m = tg.matmul %x, %p rhs_layout = "panels" : (tensor<1x3x3x64xf32>, tensor<2x64x32xf32>) -> tensor<1x3x3x64xf32>
+  %h = tg.fused %x, %q, %b : (tensor<1x3x3x64xf32>, tensor<2x64x32xf32>, tensor<64xf32>) -> tensor<1x3x3x64xf32> {
+  ^bb0(%x_1: tensor<1x3x3x64xf32>, %q_1: tensor<2x64x32xf32>, %b_1: tensor<64xf32>):
+    %n = tg.matmul %x_1, %q_1 rhs_layout = "panels" : (tensor<1x3x3x64xf32>, tensor<2x64x32xf32>) -> tensor<1x3x3x64xf32>
+    %a = tg.add %n, %b_1 : (tensor<1x3x3x64xf32>, tensor<64xf32>) -> tensor<1x3x3x64xf32>
+    tg.yield %a : tensor<1x3x3x64xf32>
+  }
+  func.return %m, %h : tensor<1x3x3x64xf32>, tensor<1x3x3x64xf32>
+}
+
 // One row per batch: the batch becomes the rows.
 // CHECK-LABEL: func.func @batch_of_single_rows
 // CHECK-NEXT:    %x_2d = tg.view %x : tensor<2x1x48xf32> -> tensor<2x48xf32>

@@ -5,6 +5,8 @@
 // RUN: not qidao-opt %s -p 'split{kernel="k" loop="i" factor=0}' 2>&1 | filecheck %s --check-prefix=ERR-FACTOR
 // RUN: not qidao-opt %s -p 'split{kernel="k_tri" loop="j" factor=2}' 2>&1 | filecheck %s --check-prefix=ERR-BOUNDS
 // RUN: not qidao-opt %s -p 'split{kernel="nope" loop="i" factor=2}' 2>&1 | filecheck %s --check-prefix=ERR-KERNEL
+// RUN: qidao-opt %s -p 'split{kernel="k_panels" loop="j" factor=32}' | filecheck %s --check-prefix=PANELS
+// RUN: qidao-opt %s -p 'split{kernel="k_panels" loop="j" factor=16}' | filecheck %s --check-prefix=PANELS16
 
 // The docstring's example: 10 = 4 + 4 + 2, so the inner bound is a min (the tail).
 // CHECK-LABEL: func.func private @k(
@@ -89,3 +91,25 @@ func.func private @k_tri(%y: memref<8x8xf32>) attributes {qd.kernel = "t"} {
 // ERR-FACTOR: InvalidArgumentError: split: loop 'i' in kernel 'k': factor must be at least 1, got 0
 // ERR-BOUNDS: NonConstantBoundsError: split: loop 'j' in kernel 'k_tri': its bounds are not constants
 // ERR-KERNEL: KernelNotFoundError: split: loop 'i' in kernel 'nope': no such kernel; the kernels are: k, k_even, k_acc, k_tri
+
+// A rhs in column panels (tg.matmul's rhs_layout = "panels") is read at
+// [j floordiv 32, k, j mod 32]; split by 32 writes j = 32 * j_o + j_i with
+// 0 <= j_i < 32, so the index is [j_o, k, j_i] (quotients.py).
+// PANELS-LABEL: func.func private @k_panels(
+// PANELS:         affine.for %j_o = 0 to 2 {
+// PANELS-NEXT:      affine.for %j_i = 0 to 32 {
+// PANELS-NEXT:        %v = affine.load %b[%j_o, %k, %j_i] : memref<2x8x32xf32>
+// PANELS-NEXT:        affine.store %v, %y[%k, %j_o * 32 + %j_i] : memref<8x64xf32>
+// Must not fire: by 16, j = 16 * j_o + j_i, and j_o's 16 * j_o does not divide by
+// 32: the quotient stays (a copy's loops as they are).
+// PANELS16-LABEL: func.func private @k_panels(
+// PANELS16:         %v = affine.load %b[(%j_o * 16 + %j_i) floordiv 32, %k, (%j_o * 16 + %j_i) mod 32] : memref<2x8x32xf32>
+func.func private @k_panels(%b: memref<2x8x32xf32>, %y: memref<8x64xf32>) attributes {qd.kernel = "t"} {
+  affine.for %k = 0 to 8 {
+    affine.for %j = 0 to 64 {
+      %v = affine.load %b[%j floordiv 32, %k, %j mod 32] : memref<2x8x32xf32>
+      affine.store %v, %y[%k, %j] : memref<8x64xf32>
+    } {qd.loop = "j"}
+  } {qd.loop = "k"}
+  func.return
+}
