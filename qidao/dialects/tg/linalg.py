@@ -74,17 +74,17 @@ PANEL_WIDTH = 32
 
 
 def pack_panels(w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``[K, N] -> [N / 32, K, 32]``: ``packed[p, k, c] = w[k, 32 p + c]``."""
-    k, n = w.shape
-    return np.ascontiguousarray(
-        w.reshape(k, n // PANEL_WIDTH, PANEL_WIDTH).swapaxes(0, 1)
-    )
+    """``[..., K, N] -> [..., N / 32, K, 32]``: ``packed[.., p, k, c] = w[.., k,
+    32 p + c]``."""
+    *batch, k, n = w.shape
+    split = w.reshape(*batch, k, n // PANEL_WIDTH, PANEL_WIDTH)
+    return np.ascontiguousarray(split.swapaxes(-3, -2))
 
 
 def unpack_panels(packed: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The ``[K, N]`` matrix a panel-packed rhs stands for."""
-    p, k, c = packed.shape
-    return packed.swapaxes(0, 1).reshape(k, p * c)
+    """The ``[..., K, N]`` matrices a panel-packed rhs stands for."""
+    *batch, p, k, c = packed.shape
+    return packed.swapaxes(-3, -2).reshape(*batch, k, p * c)
 
 
 @irdl_op_definition
@@ -98,11 +98,12 @@ class MatmulOp(TgOp):
     %z = tg.matmul %x, %p rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
     ```
 
-    ``rhs_layout = "panels"``: the rhs ``B`` (``K x N``, no batch dimensions) is
-    stored as its column panels, ``[N / 32, K, 32]`` with ``rhs[p, k, c] = B[k,
-    32 p + c]``: each panel of 32 columns contiguous, the layout the CPU's register
-    tile reads (the ``pack-panels`` pass makes it from a constant weight, once,
-    at compile time, as ONNX Runtime prepacks its GEMM weights).
+    ``rhs_layout = "panels"``: each rhs matrix ``B`` (``K x N``, after any batch
+    dimensions) is stored as its column panels, ``[..., N / 32, K, 32]`` with
+    ``rhs[.., p, k, c] = B[.., k, 32 p + c]``: each panel of 32 columns
+    contiguous, the layout the CPU's register tile reads (the ``pack-panels``
+    pass makes it from a constant weight, once, at compile time, as ONNX Runtime
+    prepacks its GEMM weights).
     """
 
     KERNEL_KIND: ClassVar[str] = "matmul"
@@ -126,8 +127,15 @@ class MatmulOp(TgOp):
 
     @property
     def panels(self) -> bool:
-        """Whether the rhs is stored in column panels (``[N / 32, K, 32]``)."""
+        """Whether the rhs is stored in column panels (``[..., N / 32, K, 32]``)."""
         return self.rhs_layout is not None
+
+    def rhs_matrix_shape(self) -> tuple[int, ...]:
+        """The rhs's ``[..., K, N]``, packed or not."""
+        shape = shape_of(self.rhs.type)
+        if not self.panels:
+            return shape
+        return (*shape[:-3], shape[-2], shape[-3] * PANEL_WIDTH)
 
     @staticmethod
     def infer(
@@ -171,19 +179,19 @@ class MatmulOp(TgOp):
         return 2 * numel(self.result.type) * shape_of(self.lhs.type)[-1]
 
 
-def _unpacked_shape(layout: str, packed: Sequence[int]) -> tuple[int, int]:
-    """The ``[K, N]`` a panel-packed rhs stands for, after checking it."""
+def _unpacked_shape(layout: str, packed: Sequence[int]) -> tuple[int, ...]:
+    """The ``[..., K, N]`` a panel-packed rhs stands for, after checking it."""
     if layout != PANELS:
         raise VerifyException(
             f'tg.matmul: rhs_layout must be "{PANELS}" or omitted, got "{layout}"'
         )
-    if len(packed) != 3 or packed[2] != PANEL_WIDTH:
+    if len(packed) < 3 or packed[-1] != PANEL_WIDTH:
         raise VerifyException(
-            f'tg.matmul with rhs_layout = "{PANELS}" takes a rhs [N / {PANEL_WIDTH}, '
-            f"K, {PANEL_WIDTH}] (column panels, no batch dimensions), got "
+            f'tg.matmul with rhs_layout = "{PANELS}" takes a rhs [..., N / '
+            f"{PANEL_WIDTH}, K, {PANEL_WIDTH}] (column panels), got "
             f"{fmt_shape(tuple(packed))}"
         )
-    return packed[1], packed[0] * PANEL_WIDTH
+    return (*packed[:-3], packed[-2], packed[-3] * PANEL_WIDTH)
 
 
 def conv_output_size(

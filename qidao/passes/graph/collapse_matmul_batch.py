@@ -123,9 +123,8 @@ class _Rows:
     def of(matmul: tg.MatmulOp) -> _Rows | None:
         """The row space to collapse, if the matmul has a batched lhs (more than one
         batch) and a 2-D rhs (or one in column panels, ``rhs_layout``)."""
-        lhs, rhs = shape_of(matmul.lhs.type), shape_of(matmul.rhs.type)
-        plain = len(rhs) == 2 or matmul.panels
-        if len(lhs) < 3 or not plain or num_elements(lhs[:-2]) == 1:
+        lhs, rhs = shape_of(matmul.lhs.type), matmul.rhs_matrix_shape()
+        if len(lhs) < 3 or len(rhs) != 2 or num_elements(lhs[:-2]) == 1:
             return None
         return _Rows(lhs[:-1])
 

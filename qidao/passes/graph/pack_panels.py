@@ -3,6 +3,9 @@
     %y = tg.matmul %a, %w              ==>   %p = tg.constant (w packed: [N/32, K, 32])
       : (tensor<MxKxf32>, tensor<KxNxf32>)     %y = tg.matmul %a, %p rhs_layout = "panels"
 
+(a batched rhs ``[..., K, N]`` likewise, each matrix in its panels: a Winograd
+convolution's 36 transformed filters).
+
 The CPU's matmul tile (``qidao/compiler/targets/cpu/defaults/matmul.py``) reads B
 one panel of 32 columns at a time, down all K rows: in B's own layout that is 128
 bytes from each row, rows ``4 N`` bytes apart, a new page every row or two.
@@ -15,10 +18,10 @@ once, when the session starts. The lowering reads ``rhs[j floordiv 32, k, j mod
 (``schedule/loops/quotients.py``).
 
 It fires on a ``tg.matmul`` with float32 operands whose rhs is a constant (or a
-view of one) of rank 2 with N a multiple of 32, of at least ``MIN_MULTIPLY_ADDS``
-(the default schedule leaves smaller ones as lowered, where the packed index would
-only cost). It does not fire on a rhs computed at run time, a batched rhs, N not a
-multiple of 32, another element type, or a rhs already packed. The unpacked
+view of one) with N a multiple of 32, of at least ``MIN_MULTIPLY_ADDS`` (the
+default schedule leaves smaller ones as lowered, where the packed index would only
+cost). It does not fire on a rhs computed at run time, N not a multiple of 32,
+another element type, or a rhs already packed. The unpacked
 constant goes when nothing else uses it. It runs on the CPU under the default
 schedule (the target's ``pack_weights`` option: a schedule of one's own sees the
 matmul as written, unless ``pack_weights=True``).
@@ -56,9 +59,9 @@ class PackPanelWeight(RewritePattern):
         if op.panels or element_of(op.lhs.type) != f32:
             return
         rhs = shape_of(op.rhs.type)
-        if len(rhs) != 2 or rhs[1] % PANEL_WIDTH:
+        if rhs[-1] % PANEL_WIDTH:
             return
-        if numel(op.result.type) * rhs[0] < MIN_MULTIPLY_ADDS:
+        if numel(op.result.type) * rhs[-2] < MIN_MULTIPLY_ADDS:
             return
         weight = constant_value(op.rhs)
         if weight is None:

@@ -33,8 +33,8 @@ The rule (``auto``): a matmul (1x1) or im2col when the output is at most
 ``MATMUL_MAX_PIXELS`` pixels over more than one row; else Winograd where it
 applies, both channel counts are at least ``WINOGRAD_MIN_CHANNELS`` and there are
 at least ``WINOGRAD_MIN_TILES`` 4x4 tiles; else a matmul (1x1) or im2col when the
-weight is over ``DIRECT_MAX_WEIGHT_BYTES`` (L2) and the output has more than one
-row; everything else direct. The direct
+weight is at least ``MATMUL_MIN_WEIGHT_BYTES`` (half of L2) and the output has
+more than one row; everything else direct. The direct
 kernel tiles one output row at a time and reads the whole weight per row: ConvNeXt's
 last downsampling (2x2, stride 2, 384 -> 768 channels, 3x3 output, a 4.7 MB weight)
 took 810 µs direct, 9 rows of one matmul tile ~400 (one thread). Measured (``qidao bench conv3x3 --backends
@@ -67,7 +67,12 @@ convolutions at 32-40 GFLOP/s direct; as matmuls and im2col, which read the weig
 once per column panel, the float32 model went from 97.9 to 78.2 ms (one thread,
 ``qidao profile``). On the EPYC the 3x3 one measured 2320 µs direct against 3085
 as im2col (above): a rule that knows each cache's bandwidth would keep it direct
-there.
+there. With the weights packed at compile time (``pack-panels``) the matmul
+wins from 1 MiB on (Xeon, one thread, a 1x1 convolution + ReLU with its layout
+copies, caches flushed between calls, µs, direct vs matmul/im2col): 256 -> 1024 on
+14 x 14 977 vs 876, 1024 -> 256 798 vs 754, 1024 -> 512 (2 MiB) 3027 vs 1683, 512
+-> 1024 at stride 2 from 28 x 28 3089 vs 1854, 2048 -> 512 on 7 x 7 1620 vs 838;
+below it direct keeps its lead (64 -> 256 on 56 x 56: 988 vs 1183).
 
 Every convolution this pass sees gets a ``qd.algo`` attribute, ``"<algorithm>:
 <why>"``, on the op that computes its result (``tg.conv2d``, ``tg.matmul`` or
@@ -120,10 +125,12 @@ WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_MIN_TILES = 16
 """The rule's threshold for Winograd on the number of 4x4 output tiles (N * TH *
 TW): below it the batched matmul is too shallow to pay for the transforms."""
-DIRECT_MAX_WEIGHT_BYTES = 2 * 2**20
-"""The rule's threshold for the direct kernel's weight: past it (L2's size on the
-machines measured) the weight comes from memory once per output row, and a
-matmul (1x1) or im2col, which reads it once per column panel, is used instead."""
+MATMUL_MIN_WEIGHT_BYTES = 2**20
+"""The rule's threshold on the weight for a matmul (1x1) or im2col over the direct
+kernel: from half of L2 (2 MiB on the Xeon measured; the EPYC's is 1 MiB) the
+direct kernel streams the weight from L3 or memory once per output row, while
+the matmul reads it once per column panel, packed at compile time
+(``pack-panels``)."""
 MATMUL_MAX_PIXELS = 12
 """The rule's threshold for a matmul (1x1) or im2col on the output pixels (N * OH *
 OW), over more than one output row: as many rows as the matmul schedule keeps in
@@ -177,7 +184,7 @@ def rule(op: tg.Conv2dOp, can: dict[str, str]) -> tuple[str, str]:
     else:
         return "winograd", f"rule: 3x3 stride 1, {c} -> {f} channels, {tiles} tiles"
     weight = math.prod(shape_of(op.weight.type)) * 4
-    if n * oh > 1 and weight > DIRECT_MAX_WEIGHT_BYTES:
+    if n * oh > 1 and weight >= MATMUL_MIN_WEIGHT_BYTES:
         algo = next((a for a in ("matmul", "im2col") if not can[a]), None)
         if algo is not None:
             return algo, (

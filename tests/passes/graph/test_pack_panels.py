@@ -30,6 +30,25 @@ def test_packing_is_column_panels() -> None:
     for p in range(3):
         np.testing.assert_array_equal(packed[p], w[:, 32 * p : 32 * p + 32])
     np.testing.assert_array_equal(unpack_panels(packed), w)
+    batched = rand(2, 4, 5, 64)  # each matrix in its panels
+    packed = pack_panels(batched)
+    assert packed.shape == (2, 4, 2, 5, PANEL_WIDTH)
+    np.testing.assert_array_equal(packed[1, 2, 1], batched[1, 2, :, 32:64])
+    np.testing.assert_array_equal(unpack_panels(packed), batched)
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs"), [((36, 16, 64), (36, 64, 64)), ((2, 3, 8, 64), (3, 64, 96))]
+)
+def test_batched_rhs_matches_numpy(lhs: tuple[int, ...], rhs: tuple[int, ...]) -> None:
+    """A batched constant rhs (Winograd's 36 transformed filters; one broadcast
+    over a batch of the lhs) packs matrix by matrix."""
+    x, w = rand(*lhs), rand(*rhs)
+    g = Graph("main")
+    g.output(g.matmul(g.input("a", lhs), w))
+    compiled = qidao.compile(g, threads=1)
+    assert 'rhs_layout = "panels"' in compiled.ir("tg")
+    np.testing.assert_allclose(compiled(x)[0], x @ w, rtol=1e-4, atol=1e-4)
 
 
 def affine_model(m: int, k: int, n: int, batch: int = 0) -> tuple[Graph, Array, Array]:

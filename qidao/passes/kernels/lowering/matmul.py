@@ -85,10 +85,11 @@ def emit_matmul(
     b = [dim(d) for d in range(batch)]
     i, kd, j = dim(batch), dim(batch + 1), dim(batch + 2)
     lhs_index = [*broadcast_index(b, shape(op.lhs)[:-2]), i, kd]
-    if op.panels:  # rhs[j floordiv 32, k, j mod 32]: split j by 32 makes it plain
-        rhs_index = [j // PANEL_WIDTH, kd, j % PANEL_WIDTH]
+    rhs_batch = broadcast_index(b, list(op.rhs_matrix_shape()[:-2]))
+    if op.panels:  # rhs[.., j floordiv 32, k, j mod 32]: split j by 32 makes it plain
+        rhs_index = [*rhs_batch, j // PANEL_WIDTH, kd, j % PANEL_WIDTH]
     else:
-        rhs_index = [*broadcast_index(b, shape(op.rhs)[:-2]), kd, j]
+        rhs_index = [*rhs_batch, kd, j]
     out_index = [*b, i, j]
     with (
         em.nest([*batch_names, "i"], [*out_shape[:-2], m]) as row,

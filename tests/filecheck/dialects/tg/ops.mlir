@@ -135,13 +135,15 @@ func.func @broadcast(%v: tensor<3xf32>, %col: tensor<4x1xf32>, %s: tensor<f32>, 
 }
 
 // CHECK-LABEL: func.func @matmul
-func.func @matmul(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %wt: tensor<16x4xf32, strided<[1, 16]>>, %a: tensor<2x1x8x16xf32>, %b: tensor<3x16x4xf32>, %wp: tensor<2x16x32xf32>) {
+func.func @matmul(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %wt: tensor<16x4xf32, strided<[1, 16]>>, %a: tensor<2x1x8x16xf32>, %b: tensor<3x16x4xf32>, %wp: tensor<2x16x32xf32>, %bwp: tensor<3x2x16x32xf32>) {
   // CHECK: %y = tg.matmul %x, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
   %y = tg.matmul %x, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
   // CHECK: %yt = tg.matmul %x, %wt : (tensor<8x16xf32>, tensor<16x4xf32, strided<[1, 16]>>) -> tensor<8x4xf32>
   %yt = tg.matmul %x, %wt : (tensor<8x16xf32>, tensor<16x4xf32, strided<[1, 16]>>) -> tensor<8x4xf32>
   // CHECK: %yp = tg.matmul %x, %wp rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
   %yp = tg.matmul %x, %wp rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
+  // CHECK: %bp = tg.matmul %a, %bwp rhs_layout = "panels" : (tensor<2x1x8x16xf32>, tensor<3x2x16x32xf32>) -> tensor<2x3x8x64xf32>
+  %bp = tg.matmul %a, %bwp rhs_layout = "panels" : (tensor<2x1x8x16xf32>, tensor<3x2x16x32xf32>) -> tensor<2x3x8x64xf32>
   // Batch dimensions broadcast: [2, 1] with [3] gives [2, 3].
   // CHECK: %batched = tg.matmul %a, %b : (tensor<2x1x8x16xf32>, tensor<3x16x4xf32>) -> tensor<2x3x8x4xf32>
   %batched = tg.matmul %a, %b : (tensor<2x1x8x16xf32>, tensor<3x16x4xf32>) -> tensor<2x3x8x4xf32>

@@ -92,10 +92,11 @@ func.func @float64(%a: tensor<16x32xf64>) -> tensor<16x64xf64> {
 
 // -----
 
-// Must not fire: a batched rhs.
+// A batched rhs (a Winograd convolution's transformed filters): each matrix in
+// its panels, [2, N / 32, K, 32].
 
 // CHECK-LABEL: func.func @batched_rhs
-// CHECK:         %y = tg.matmul %a, %w : (tensor<2x16x32xf32>, tensor<2x32x64xf32>) -> tensor<2x16x64xf32>
+// CHECK:         %y = tg.matmul %a, %w_panels rhs_layout = "panels" : (tensor<2x16x32xf32>, tensor<2x2x32x32xf32>) -> tensor<2x16x64xf32>
 func.func @batched_rhs(%a: tensor<2x16x32xf32>) -> tensor<2x16x64xf32> {
   %w = tg.constant dense<0.5> : tensor<2x32x64xf32>
   %y = tg.matmul %a, %w : (tensor<2x16x32xf32>, tensor<2x32x64xf32>) -> tensor<2x16x64xf32>

@@ -90,19 +90,22 @@ func.func @stays_direct(%x: tensor<1x16x6x6xf32>, %wn: tensor<16x16x3x3xf32>, %x
   func.return %a, %b, %c, %d, %e : tensor<1x16x6x6xf32>, tensor<1x6x6x16xf32>, tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x6x6x16xf32>
 }
 
-// A weight past L2 (a 4 MiB 1x1, 1024 -> 1024; a 4.5 MiB 3x3 that Winograd does
-// not take) over several output rows: the direct kernel would stream it once
-// per row, so the rule takes the matmul (1x1) or im2col, which read it once. At
-// 2 MiB, or over one output row, the rule keeps direct.
+// A weight of half of L2 or more (a 4 MiB 1x1, 1024 -> 1024; a 4.5 MiB 3x3 that
+// Winograd does not take; exactly 1 MiB, 1024 -> 256) over several output rows:
+// the direct kernel would stream it once per row, so the rule takes the matmul
+// (1x1) or im2col, which read it once. Under 1 MiB (1024 -> 255), or over one
+// output row, the rule keeps direct.
 // CHECK-LABEL: func.func @weight_past_l2
 // AUTO:        tg.matmul {{.*}} {qd.algo = "matmul: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution); a 4.0 MiB weight, past L2: the matmul reads it once, direct once per output row (4 times)"}
 // AUTO:        tg.matmul {{.*}} {qd.algo = "im2col: rule: winograd does not apply (the weight is not a constant (its transform is made once)); a 4.5 MiB weight, past L2: the matmul reads it once, direct once per output row (7 times)"}
+// AUTO:        tg.matmul {{.*}} {qd.algo = "matmul: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution); a 1.0 MiB weight, past L2: the matmul reads it once, direct once per output row (4 times)"}
 // AUTO:        %c = tg.conv2d {{.*}} {qd.algo = "direct: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution)"}
 // AUTO:        %d = tg.conv2d {{.*}} {qd.algo = "direct: rule: winograd does not apply (not a 3x3, stride-1, undilated convolution)"}
-func.func @weight_past_l2(%x: tensor<1x4x4x1024xf32>, %w: tensor<1x1x1024x1024xf32>, %x3: tensor<1x7x7x256xf32>, %w3: tensor<3x3x256x512xf32>, %w2: tensor<1x1x1024x512xf32>, %row: tensor<1x1x16x1024xf32>) -> (tensor<1x4x4x1024xf32>, tensor<1x7x7x512xf32>, tensor<1x4x4x512xf32>, tensor<1x1x16x1024xf32>) {
+func.func @weight_past_l2(%x: tensor<1x4x4x1024xf32>, %w: tensor<1x1x1024x1024xf32>, %x3: tensor<1x7x7x256xf32>, %w3: tensor<3x3x256x512xf32>, %w1: tensor<1x1x1024x256xf32>, %w2: tensor<1x1x1024x255xf32>, %row: tensor<1x1x16x1024xf32>) -> (tensor<1x4x4x1024xf32>, tensor<1x7x7x512xf32>, tensor<1x4x4x256xf32>, tensor<1x4x4x255xf32>, tensor<1x1x16x1024xf32>) {
   %a = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x1024xf32>, tensor<1x1x1024x1024xf32>) -> tensor<1x4x4x1024xf32>
   %b = tg.conv2d %x3, %w3 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x7x7x256xf32>, tensor<3x3x256x512xf32>) -> tensor<1x7x7x512xf32>
-  %c = tg.conv2d %x, %w2 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x1024xf32>, tensor<1x1x1024x512xf32>) -> tensor<1x4x4x512xf32>
+  %e = tg.conv2d %x, %w1 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x1024xf32>, tensor<1x1x1024x256xf32>) -> tensor<1x4x4x256xf32>
+  %c = tg.conv2d %x, %w2 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x1024xf32>, tensor<1x1x1024x255xf32>) -> tensor<1x4x4x255xf32>
   %d = tg.conv2d %row, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x1x16x1024xf32>, tensor<1x1x1024x1024xf32>) -> tensor<1x1x16x1024xf32>
-  func.return %a, %b, %c, %d : tensor<1x4x4x1024xf32>, tensor<1x7x7x512xf32>, tensor<1x4x4x512xf32>, tensor<1x1x16x1024xf32>
+  func.return %a, %b, %e, %c, %d : tensor<1x4x4x1024xf32>, tensor<1x7x7x512xf32>, tensor<1x4x4x256xf32>, tensor<1x4x4x255xf32>, tensor<1x1x16x1024xf32>
 }
