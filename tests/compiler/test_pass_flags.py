@@ -42,12 +42,18 @@ def sink() -> Graph:
     (collapse-matmul-batch), ``* 1`` (simplify), the same expression twice (cse),
     two identical kernels (dedupe-kernels) and an int8 matmul by a constant
     (pack-vnni, where the CPU has AVX-512 VNNI), reshaped, plus a bias
-    (sink-reshape), and a float matmul by a constant 256 columns wide
-    (pack-panels)."""
+    (sink-reshape), a float matmul by a constant 256 columns wide
+    (pack-panels), and a tanh over a column sum, written in place
+    (plan-memory)."""
     g = Graph("main")
     x = g.input("x", (1, 16, 8, 8))
     a = g.input("a", (2, 4, 16))
     q = g.input("q", (3, 8), "uint8")
+    v = g.input("v", (64, 128))
+    # a column sum (its own kernel: no row group takes a leading axis), a tanh over
+    # it written over the sum's buffer (plan-memory's in place), summed again
+    t = g.tanh(g.reduce_sum(v, axes=[0]))
+    g.output(g.reduce_sum(g.reshape(t, (128, 1)), axes=[0]))
     ones, zeros = np.ones(64, np.float32), np.zeros(64, np.float32)
     y = g.batch_norm(g.conv2d(x, W_CONV, padding=1), ones, SHIFT, zeros, ones)
     y = g.relu(g.relu(y))
@@ -60,7 +66,9 @@ def sink() -> Graph:
     return g
 
 
-def reference(x: np.ndarray, a: np.ndarray, q: np.ndarray) -> list[np.ndarray]:
+def reference(
+    x: np.ndarray, a: np.ndarray, q: np.ndarray, v: np.ndarray
+) -> list[np.ndarray]:
     """The sink's outputs from PyTorch, in float64."""
     conv = torch.nn.functional.conv2d(
         torch.from_numpy(x).double(), torch.from_numpy(W_CONV).double(), padding=1
@@ -71,13 +79,21 @@ def reference(x: np.ndarray, a: np.ndarray, q: np.ndarray) -> list[np.ndarray]:
     m = np.maximum(np.exp(a.astype(np.float64) @ W_MAT) + 5.0, 0)
     p = q.astype(np.int64) @ W_INT8.astype(np.int64) + B_INT32
     panels = a.astype(np.float64) @ W_PANELS
-    return [y.numpy(), m, m, p.reshape(1, 3, 16), panels]
+    return [
+        np.tanh(v.astype(np.float64).sum(0)).sum(0, keepdims=True),
+        y.numpy(),
+        m,
+        m,
+        p.reshape(1, 3, 16),
+        panels,
+    ]
 
 
 INPUTS = [
     RNG.standard_normal((1, 16, 8, 8)).astype(np.float32),
     RNG.standard_normal((2, 4, 16)).astype(np.float32),
     RNG.integers(0, 256, (3, 8)).astype(np.uint8),
+    RNG.standard_normal((64, 128)).astype(np.float32),
 ]
 
 

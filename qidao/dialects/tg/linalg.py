@@ -74,17 +74,20 @@ PANEL_WIDTH = 32
 
 
 def pack_panels(w: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``[..., K, N] -> [..., N / 32, K, 32]``: ``packed[.., p, k, c] = w[.., k,
-    32 p + c]``."""
+    """``[..., K, N] -> [..., ceil(N / 32), K, 32]``: ``packed[.., p, k, c] = w[..,
+    k, 32 p + c]``, the columns past N (a ragged last panel) zero."""
     *batch, k, n = w.shape
-    split = w.reshape(*batch, k, n // PANEL_WIDTH, PANEL_WIDTH)
+    panels = -(-n // PANEL_WIDTH)
+    padded = np.zeros((*batch, k, panels * PANEL_WIDTH), w.dtype)
+    padded[..., :n] = w
+    split = padded.reshape(*batch, k, panels, PANEL_WIDTH)
     return np.ascontiguousarray(split.swapaxes(-3, -2))
 
 
-def unpack_panels(packed: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def unpack_panels(packed: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
     """The ``[..., K, N]`` matrices a panel-packed rhs stands for."""
     *batch, p, k, c = packed.shape
-    return packed.swapaxes(-3, -2).reshape(*batch, k, p * c)
+    return packed.swapaxes(-3, -2).reshape(*batch, k, p * c)[..., :n]
 
 
 @irdl_op_definition
@@ -99,11 +102,12 @@ class MatmulOp(TgOp):
     ```
 
     ``rhs_layout = "panels"``: each rhs matrix ``B`` (``K x N``, after any batch
-    dimensions) is stored as its column panels, ``[..., N / 32, K, 32]`` with
-    ``rhs[.., p, k, c] = B[.., k, 32 p + c]``: each panel of 32 columns
+    dimensions) is stored as its column panels, ``[..., ceil(N / 32), K, 32]``
+    with ``rhs[.., p, k, c] = B[.., k, 32 p + c]``: each panel of 32 columns
     contiguous, the layout the CPU's register tile reads (the ``pack-panels``
     pass makes it from a constant weight, once, at compile time, as ONNX Runtime
-    prepacks its GEMM weights).
+    prepacks its GEMM weights). N is the result's: a ragged last panel (N not a
+    multiple of 32) holds ``N mod 32`` columns, the rest never read.
     """
 
     KERNEL_KIND: ClassVar[str] = "matmul"
@@ -120,14 +124,17 @@ class MatmulOp(TgOp):
         "`(` type($lhs) `,` type($rhs) `)` `->` type($result)"
     )
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, rhs_layout: str = "") -> None:
-        t = self.infer(tensor(lhs), tensor(rhs), rhs_layout)
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, rhs_layout: str = "", n: int = 0
+    ) -> None:
+        """``n``: N, for a rhs in panels (default: every panel's 32 columns)."""
+        t = self.infer(tensor(lhs), tensor(rhs), rhs_layout, n)
         props = {"rhs_layout": StringAttr(rhs_layout)} if rhs_layout else {}
         super().__init__(operands=[lhs, rhs], result_types=[t], properties=props)
 
     @property
     def panels(self) -> bool:
-        """Whether the rhs is stored in column panels (``[..., N / 32, K, 32]``)."""
+        """Whether the rhs is stored in column panels (``[.., ceil(N / 32), K, 32]``)."""
         return self.rhs_layout is not None
 
     def rhs_matrix_shape(self) -> tuple[int, ...]:
@@ -135,15 +142,18 @@ class MatmulOp(TgOp):
         shape = shape_of(self.rhs.type)
         if not self.panels:
             return shape
-        return (*shape[:-3], shape[-2], shape[-3] * PANEL_WIDTH)
+        return (*shape[:-3], shape[-2], shape_of(self.result.type)[-1])
 
     @staticmethod
     def infer(
-        lhs: TensorType[Attribute], rhs: TensorType[Attribute], rhs_layout: str = ""
+        lhs: TensorType[Attribute],
+        rhs: TensorType[Attribute],
+        rhs_layout: str = "",
+        n: int = 0,
     ) -> Attribute:
         a, b = lhs.get_shape(), rhs.get_shape()
         if rhs_layout:
-            b = _unpacked_shape(rhs_layout, b)
+            b = _unpacked_shape(rhs_layout, b, n)
         if len(a) < 2 or len(b) < 2:
             raise VerifyException(
                 f"tg.matmul expects operands of rank >= 2, got {fmt_shape(a)} and "
@@ -172,26 +182,39 @@ class MatmulOp(TgOp):
                 f'tg.matmul: rhs_layout must be "{PANELS}" or omitted (K x N, the '
                 f'default), got "{layout}"'
             )
-        self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs), layout))
+        result = shape_of(self.result.type)
+        n = result[-1] if result else 0
+        self.expect_result_type(
+            self.infer(tensor(self.lhs), tensor(self.rhs), layout, n)
+        )
 
     def flops(self) -> int:
         """``2·M·N·K`` per batch: a multiply and an add per term."""
         return 2 * numel(self.result.type) * shape_of(self.lhs.type)[-1]
 
 
-def _unpacked_shape(layout: str, packed: Sequence[int]) -> tuple[int, ...]:
-    """The ``[..., K, N]`` a panel-packed rhs stands for, after checking it."""
+def _unpacked_shape(layout: str, packed: Sequence[int], n: int) -> tuple[int, ...]:
+    """The ``[..., K, N]`` a panel-packed rhs stands for (N: ``n``, or every
+    panel's columns when 0), after checking it."""
     if layout != PANELS:
         raise VerifyException(
             f'tg.matmul: rhs_layout must be "{PANELS}" or omitted, got "{layout}"'
         )
     if len(packed) < 3 or packed[-1] != PANEL_WIDTH:
         raise VerifyException(
-            f'tg.matmul with rhs_layout = "{PANELS}" takes a rhs [..., N / '
-            f"{PANEL_WIDTH}, K, {PANEL_WIDTH}] (column panels), got "
+            f'tg.matmul with rhs_layout = "{PANELS}" takes a rhs [..., ceil(N / '
+            f"{PANEL_WIDTH}), K, {PANEL_WIDTH}] (column panels), got "
             f"{fmt_shape(tuple(packed))}"
         )
-    return (*packed[:-3], packed[-2], packed[-3] * PANEL_WIDTH)
+    panels = packed[-3]
+    n = n or panels * PANEL_WIDTH
+    if not (panels - 1) * PANEL_WIDTH < n <= panels * PANEL_WIDTH:
+        raise VerifyException(
+            f"tg.matmul: {panels} panels of {PANEL_WIDTH} columns hold N from "
+            f"{(panels - 1) * PANEL_WIDTH + 1} to {panels * PANEL_WIDTH}, but the "
+            f"result has N = {n}"
+        )
+    return (*packed[:-3], packed[-2], n)
 
 
 def conv_output_size(

@@ -534,7 +534,8 @@ def _top_k_indices(op: Operation, xs: list[Array]) -> list[Array]:
 
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, MatmulOp)
-    rhs = unpack_panels(xs[1]) if op.panels else xs[1]
+    n = op.rhs_matrix_shape()[-1]
+    rhs = unpack_panels(xs[1], n) if op.panels else xs[1]
     return [np.matmul(xs[0], rhs)]
 
 

@@ -157,6 +157,11 @@ def _layout(matmul: tg.MatmulOp) -> str:
     return "" if matmul.rhs_layout is None else matmul.rhs_layout.data
 
 
+def _n(matmul: tg.MatmulOp) -> int:
+    """N, which a rhs in panels does not say by itself."""
+    return matmul.rhs_matrix_shape()[-1]
+
+
 def _collapse_matmul(matmul: tg.MatmulOp) -> None:
     rows = _Rows.of(matmul)
     if rows is None:
@@ -165,7 +170,7 @@ def _collapse_matmul(matmul: tg.MatmulOp) -> None:
     if not _has_view(matmul.lhs, flat_lhs):
         return
     lhs = _view_before(matmul.lhs, flat_lhs, matmul)
-    flat = tg.MatmulOp(lhs, matmul.rhs, _layout(matmul))
+    flat = tg.MatmulOp(lhs, matmul.rhs, _layout(matmul), _n(matmul))
     flat.attributes.update(matmul.attributes)  # e.g. select-conv-algo's qd.algo
     _replace(matmul, flat)
 
@@ -253,7 +258,7 @@ def _rebuild(
 ) -> Operation:
     """``op`` on the 2-D ``operands``, its results of ``shapes``."""
     if isinstance(op, tg.MatmulOp):
-        flat = tg.MatmulOp(operands[0], operands[1], _layout(op))
+        flat = tg.MatmulOp(operands[0], operands[1], _layout(op), _n(op))
         flat.attributes.update(op.attributes)  # e.g. select-conv-algo's qd.algo
         return flat
     if isinstance(op, tg.YieldOp):

@@ -18,10 +18,12 @@ once, when the session starts. The lowering reads ``rhs[j floordiv 32, k, j mod
 (``schedule/loops/quotients.py``).
 
 It fires on a ``tg.matmul`` with float32 operands whose rhs is a constant (or a
-view of one) with N a multiple of 32, of at least ``MIN_MULTIPLY_ADDS`` (the
+view of one) at least one panel wide, of at least ``MIN_MULTIPLY_ADDS`` (the
 default schedule leaves smaller ones as lowered, where the packed index would only
-cost). It does not fire on a rhs computed at run time, N not a multiple of 32,
-another element type, or a rhs already packed. The unpacked
+cost). N need not be a multiple of 32: the last panel is zero past N (never
+read), and the schedule peels it. It does not fire on a rhs computed at run
+time, N under 32, one row with a ragged N (the schedule's GEMV, which reads B's
+rows), another element type, or a rhs already packed. The unpacked
 constant goes when nothing else uses it. It runs on the CPU under the default
 schedule (the target's ``pack_weights`` option: a schedule of one's own sees the
 matmul as written, unless ``pack_weights=True``).
@@ -58,8 +60,10 @@ class PackPanelWeight(RewritePattern):
     def match_and_rewrite(self, op: MatmulOp, rewriter: PatternRewriter) -> None:
         if op.panels or element_of(op.lhs.type) != f32:
             return
-        rhs = shape_of(op.rhs.type)
-        if rhs[-1] % PANEL_WIDTH:
+        rhs, out = shape_of(op.rhs.type), shape_of(op.result.type)
+        if rhs[-1] < PANEL_WIDTH:
+            return
+        if out[-2] == 1 and rhs[-1] % PANEL_WIDTH:  # the schedule's GEMV: B's rows
             return
         if numel(op.result.type) * rhs[-2] < MIN_MULTIPLY_ADDS:
             return
@@ -69,7 +73,7 @@ class PackPanelWeight(RewritePattern):
         packed = ConstantOp.from_numpy(pack_panels(weight))
         name = op.rhs.name_hint
         packed.result.name_hint = f"{name}_panels" if name else "panels"
-        matmul = MatmulOp(op.lhs, packed.result, PANELS)
+        matmul = MatmulOp(op.lhs, packed.result, PANELS, rhs[-1])
         matmul.attributes.update(op.attributes)
         matmul.result.name_hint = op.result.name_hint
         unpacked = op.rhs.owner

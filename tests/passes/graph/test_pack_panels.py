@@ -29,12 +29,18 @@ def test_packing_is_column_panels() -> None:
     assert packed.shape == (3, 5, PANEL_WIDTH) and packed.flags.c_contiguous
     for p in range(3):
         np.testing.assert_array_equal(packed[p], w[:, 32 * p : 32 * p + 32])
-    np.testing.assert_array_equal(unpack_panels(packed), w)
+    np.testing.assert_array_equal(unpack_panels(packed, 96), w)
+    ragged = rand(5, 40)  # the last panel's 24 columns past N are zero
+    packed = pack_panels(ragged)
+    assert packed.shape == (2, 5, PANEL_WIDTH)
+    np.testing.assert_array_equal(packed[1, :, :8], ragged[:, 32:])
+    assert not packed[1, :, 8:].any()
+    np.testing.assert_array_equal(unpack_panels(packed, 40), ragged)
     batched = rand(2, 4, 5, 64)  # each matrix in its panels
     packed = pack_panels(batched)
     assert packed.shape == (2, 4, 2, 5, PANEL_WIDTH)
     np.testing.assert_array_equal(packed[1, 2, 1], batched[1, 2, :, 32:64])
-    np.testing.assert_array_equal(unpack_panels(packed), batched)
+    np.testing.assert_array_equal(unpack_panels(packed, 64), batched)
 
 
 @pytest.mark.parametrize(
@@ -69,6 +75,8 @@ def affine_model(m: int, k: int, n: int, batch: int = 0) -> tuple[Graph, Array, 
         (49, 96, 384, 0),
         (197, 64, 128, 0),
         (8, 64, 96, 3),
+        (128, 256, 688, 0),  # N = 43 x 16: the last panel peeled (Llama's MLP)
+        (16, 64, 1000, 0),  # N = 31 x 32 + 8
     ],
 )
 def test_packed_matmul_matches_numpy(
@@ -132,3 +140,8 @@ def test_reference_interpreter_unpacks() -> None:
     x, w = rand(4, 32), rand(32, 64)
     (got,) = evaluate_function(fn, [x, pack_panels(w)])
     np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-5)
+    ragged = text.replace("tensor<4x64xf32>", "tensor<4x40xf32>")
+    module = Parser(make_context(), ragged).parse_module()
+    (fn,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    (got,) = evaluate_function(fn, [x, pack_panels(w[:, :40])])
+    np.testing.assert_allclose(got, x @ w[:, :40], rtol=1e-5, atol=1e-5)

@@ -255,15 +255,24 @@ def test_batched_and_constant_weight_matmuls_match_numpy() -> None:
     a, b = rand(3, 40, 64), rand(3, 64, 48, seed=1)
     np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4, atol=1e-4)
 
+    # a weight given at run time, read by PACK_MIN_ROWS rows: packed per call
     weight = rand(64, 96, seed=2)
     g = Graph("main")
     x = g.input("x", (PACK_MIN_ROWS, 64))
-    g.output(g.relu(x @ g.constant(weight)))
+    g.output(g.relu(x @ g.input("w", (64, 96))))
     compiled = qidao.compile(g)
     (line,) = compiled.stats["default_schedule"].values()
     assert line.startswith("matmul:") and "packed" in line, line
     a = rand(PACK_MIN_ROWS, 64)
     want = np.maximum(a @ weight, 0)
+    np.testing.assert_allclose(compiled(a, weight)[0], want, rtol=1e-4, atol=1e-4)
+    # a constant one: packed once, at compile time (pack-panels), no copy per call
+    g = Graph("main")
+    x = g.input("x", (PACK_MIN_ROWS, 64))
+    g.output(g.relu(x @ g.constant(weight)))
+    compiled = qidao.compile(g)
+    assert 'rhs_layout = "panels"' in compiled.ir("tg")
+    assert "cache_read" not in compiled.stats["schedule"]
     np.testing.assert_allclose(compiled(a)[0], want, rtol=1e-4, atol=1e-4)
 
 

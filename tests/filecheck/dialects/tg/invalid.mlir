@@ -148,7 +148,7 @@ func.func @matmul_layout(%x: tensor<8x16xf32>, %w: tensor<2x16x32xf32>) {
 
 // -----
 
-// CHECK: tg.matmul with rhs_layout = "panels" takes a rhs [..., N / 32, K, 32] (column panels), got [16, 64]
+// CHECK: tg.matmul with rhs_layout = "panels" takes a rhs [..., ceil(N / 32), K, 32] (column panels), got [16, 64]
 func.func @matmul_panels_rank(%x: tensor<8x16xf32>, %w: tensor<16x64xf32>) {
   %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
   func.return
@@ -156,7 +156,7 @@ func.func @matmul_panels_rank(%x: tensor<8x16xf32>, %w: tensor<16x64xf32>) {
 
 // -----
 
-// CHECK: tg.matmul with rhs_layout = "panels" takes a rhs [..., N / 32, K, 32] (column panels), got [2, 16, 16]
+// CHECK: tg.matmul with rhs_layout = "panels" takes a rhs [..., ceil(N / 32), K, 32] (column panels), got [2, 16, 16]
 func.func @matmul_panels_width(%x: tensor<8x16xf32>, %w: tensor<2x16x16xf32>) {
   %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x16xf32>) -> tensor<8x32xf32>
   func.return
@@ -167,6 +167,14 @@ func.func @matmul_panels_width(%x: tensor<8x16xf32>, %w: tensor<2x16x16xf32>) {
 // CHECK: tg.matmul: contraction sizes differ: lhs [8, 16] has K = 16 but rhs [8, 64] has K = 8
 func.func @matmul_panels_k(%x: tensor<8x16xf32>, %w: tensor<2x8x32xf32>) {
   %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x8x32xf32>) -> tensor<8x64xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.matmul: 2 panels of 32 columns hold N from 33 to 64, but the result has N = 30
+func.func @matmul_panels_n(%x: tensor<8x16xf32>, %w: tensor<2x16x32xf32>) {
+  %y = tg.matmul %x, %w rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x30xf32>
   func.return
 }
 

@@ -142,6 +142,9 @@ func.func @matmul(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %wt: tensor<16x4xf
   %yt = tg.matmul %x, %wt : (tensor<8x16xf32>, tensor<16x4xf32, strided<[1, 16]>>) -> tensor<8x4xf32>
   // CHECK: %yp = tg.matmul %x, %wp rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
   %yp = tg.matmul %x, %wp rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x64xf32>
+  // A ragged last panel: N = 40 of 2 panels' 64 columns.
+  // CHECK: %rp = tg.matmul %x, %wp rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x40xf32>
+  %rp = tg.matmul %x, %wp rhs_layout = "panels" : (tensor<8x16xf32>, tensor<2x16x32xf32>) -> tensor<8x40xf32>
   // CHECK: %bp = tg.matmul %a, %bwp rhs_layout = "panels" : (tensor<2x1x8x16xf32>, tensor<3x2x16x32xf32>) -> tensor<2x3x8x64xf32>
   %bp = tg.matmul %a, %bwp rhs_layout = "panels" : (tensor<2x1x8x16xf32>, tensor<3x2x16x32xf32>) -> tensor<2x3x8x64xf32>
   // Batch dimensions broadcast: [2, 1] with [3] gives [2, 3].

@@ -56,14 +56,40 @@ func.func @runtime_rhs(%a: tensor<16x32xf32>, %w: tensor<32x64xf32>) -> tensor<1
 
 // -----
 
-// Must not fire: N = 48 is not a multiple of 32 (no whole panels).
+// N = 48 is not a multiple of 32: two panels, the last one's 16 columns past N
+// zero (never read); N stays the result's.
 
 // CHECK-LABEL: func.func @ragged_n
-// CHECK:         %y = tg.matmul %a, %w : (tensor<32x32xf32>, tensor<32x48xf32>) -> tensor<32x48xf32>
+// CHECK:         %y = tg.matmul %a, %w_panels rhs_layout = "panels" : (tensor<32x32xf32>, tensor<2x32x32xf32>) -> tensor<32x48xf32>
 func.func @ragged_n(%a: tensor<32x32xf32>) -> tensor<32x48xf32> {
   %w = tg.constant dense<0.5> : tensor<32x48xf32>
   %y = tg.matmul %a, %w : (tensor<32x32xf32>, tensor<32x48xf32>) -> tensor<32x48xf32>
   func.return %y : tensor<32x48xf32>
+}
+
+// -----
+
+// Must not fire: N = 16, under one panel.
+
+// CHECK-LABEL: func.func @narrow
+// CHECK:         %y = tg.matmul %a, %w : (tensor<128x32xf32>, tensor<32x16xf32>) -> tensor<128x16xf32>
+func.func @narrow(%a: tensor<128x32xf32>) -> tensor<128x16xf32> {
+  %w = tg.constant dense<0.5> : tensor<32x16xf32>
+  %y = tg.matmul %a, %w : (tensor<128x32xf32>, tensor<32x16xf32>) -> tensor<128x16xf32>
+  func.return %y : tensor<128x16xf32>
+}
+
+// -----
+
+// Must not fire: one row (M = 1) with a ragged N, which the matmul schedule runs
+// as a GEMV along B's rows.
+
+// CHECK-LABEL: func.func @one_row
+// CHECK:         %y = tg.matmul %a, %w : (tensor<1x1024xf32>, tensor<1024x72xf32>) -> tensor<1x72xf32>
+func.func @one_row(%a: tensor<1x1024xf32>) -> tensor<1x72xf32> {
+  %w = tg.constant dense<0.5> : tensor<1024x72xf32>
+  %y = tg.matmul %a, %w : (tensor<1x1024xf32>, tensor<1024x72xf32>) -> tensor<1x72xf32>
+  func.return %y : tensor<1x72xf32>
 }
 
 // -----

@@ -155,10 +155,16 @@ import math
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
 from xdsl.ir import SSAValue
-from xdsl.ir.affine import AffineDimExpr
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineDimExpr,
+    AffineExpr,
+)
 
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule
+from qidao.dialects.tg.linalg import PANEL_WIDTH
 from qidao.passes.schedule.loops.nest import find_loop, iv
 
 TILE_I = 8
@@ -215,6 +221,8 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     # 32-column panels; 16 when N is an odd multiple of 16, or ragged and under 32
     # (one full panel and a peeled last one)
     tile_j = WIDTH if n % TILE_J and (n % WIDTH == 0 or n < TILE_J) else TILE_J
+    if _reads_panels(s, kernel):  # B in 32-column panels: a ragged one is peeled
+        tile_j = TILE_J
     if n < WIDTH:  # a narrow C (a classifier's 10 logits): one panel, 8 + 2 lanes
         tile_j = n
     # up to ONE_TILE_ROWS rows in one tile: B is then read once
@@ -350,6 +358,27 @@ def _schedule_gemv(s: Schedule, kernel: str, k: int, n: int, threads: int) -> st
         done += f", j in {parts} parts of {n // parts} columns on {threads} threads"
     s.vectorize(kernel, j, WIDTH)
     return done
+
+
+def _reads_panels(s: Schedule, kernel: str) -> bool:
+    """Whether the j loop's body reads a rhs in column panels (``pack-panels``):
+    an index ``j floordiv 32``, which only a 32-wide split of j makes plain."""
+    _, j_loop = find_loop(s.module, "default schedule", kernel, "j")
+    j = iv(j_loop)
+    for op in j_loop.body.walk():
+        if not isinstance(op, affine.LoadOp):
+            continue
+        operands = list(op.indices)
+        for e in op.map.data.results:
+            if (
+                isinstance(e, AffineBinaryOpExpr)
+                and e.kind == AffineBinaryOpKind.FloorDiv
+                and isinstance(e.lhs, AffineDimExpr)
+                and operands[e.lhs.position] is j
+                and e.rhs == AffineExpr.constant(PANEL_WIDTH)
+            ):
+                return True
+    return False
 
 
 def _reads_at(load: affine.LoadOp, k: SSAValue, j: SSAValue) -> bool:
