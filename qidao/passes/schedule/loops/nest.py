@@ -455,12 +455,24 @@ def substitute(
     replaced = affine_map.replace_dims_and_symbols(
         replacements[:num_dims], replacements[num_dims:], len(dims), 0
     )
-    ranges = [loop_range(value) for value in dims]
-    results = tuple(
-        simplify(simplify_quotients(simplify(r, len(dims), 0), ranges), len(dims), 0)
-        for r in replaced.results
-    )
+    results = tuple(simplify(r, len(dims), 0) for r in replaced.results)
+    if any(_has_quotient(r) for r in results):
+        ranges = [loop_range(value) for value in dims]
+        results = tuple(
+            simplify(simplify_quotients(r, ranges), len(dims), 0)
+            if _has_quotient(r)
+            else r
+            for r in results
+        )
     return AffineMap(len(dims), 0, results), dims
+
+
+def _has_quotient(expr: AffineExpr) -> bool:
+    return any(
+        isinstance(e, AffineBinaryOpExpr)
+        and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
+        for e in expr.dfs()
+    )
 
 
 def move_body(source: Block, target: Block) -> None:
