@@ -44,9 +44,10 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from qidao.dialects.tg import ConstantOp, MatmulOp
+from qidao.dialects.tg import MatmulOp
 from qidao.dialects.tg.linalg import PANEL_WIDTH, PANELS, pack_panels
 from qidao.dialects.tg.types import element_of, numel, shape_of
+from qidao.passes.graph._packed_rhs import replace_with_packed_rhs
 from qidao.passes.graph.fold_constants import constant_value
 
 MIN_MULTIPLY_ADDS = 32**3
@@ -70,16 +71,13 @@ class PackPanelWeight(RewritePattern):
         weight = constant_value(op.rhs)
         if weight is None:
             return
-        packed = ConstantOp.from_numpy(pack_panels(weight))
-        name = op.rhs.name_hint
-        packed.result.name_hint = f"{name}_panels" if name else "panels"
-        matmul = MatmulOp(op.lhs, packed.result, PANELS, rhs[-1])
-        matmul.attributes.update(op.attributes)
-        matmul.result.name_hint = op.result.name_hint
-        unpacked = op.rhs.owner
-        rewriter.replace(op, [packed, matmul], [matmul.result])
-        if isinstance(unpacked, ConstantOp) and not unpacked.result.uses:
-            rewriter.erase(unpacked)
+        replace_with_packed_rhs(
+            op,
+            rewriter,
+            pack_panels(weight),
+            "panels",
+            lambda packed: MatmulOp(op.lhs, packed, PANELS, rhs[-1]),
+        )
 
 
 @dataclass(frozen=True)

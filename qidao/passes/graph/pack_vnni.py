@@ -39,9 +39,10 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from qidao.dialects.tg import ConstantOp, MatmulIntegerOp
+from qidao.dialects.tg import MatmulIntegerOp
 from qidao.dialects.tg.linalg_integer import VNNI, VNNI_GROUP, pack_vnni
 from qidao.dialects.tg.types import element_of, shape_of
+from qidao.passes.graph._packed_rhs import replace_with_packed_rhs
 from qidao.passes.graph.fold_constants import constant_value
 
 _UI8 = IntegerType(8, Signedness.UNSIGNED)
@@ -62,16 +63,13 @@ class PackVnniWeight(RewritePattern):
         weight = constant_value(op.rhs)
         if weight is None:
             return
-        packed = ConstantOp.from_numpy(pack_vnni(weight))
-        name = op.rhs.name_hint
-        packed.result.name_hint = f"{name}_vnni" if name else "vnni"
-        matmul = MatmulIntegerOp(op.lhs, packed.result, VNNI)
-        matmul.attributes.update(op.attributes)
-        matmul.result.name_hint = op.result.name_hint
-        unpacked = op.rhs.owner
-        rewriter.replace(op, [packed, matmul], [matmul.result])
-        if isinstance(unpacked, ConstantOp) and not unpacked.result.uses:
-            rewriter.erase(unpacked)
+        replace_with_packed_rhs(
+            op,
+            rewriter,
+            pack_vnni(weight),
+            "vnni",
+            lambda packed: MatmulIntegerOp(op.lhs, packed, VNNI),
+        )
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ turns its columns into rows), so every k step loads one packed row of B (two
 vectors, contiguous), broadcasts TILE_I elements of A and issues sixteen fmas.
 
 A constant weight is packed before the kernel exists: ``pack-panels`` stores it as
-its column panels (``tg.matmul``'s ``rhs_layout = "panels"``, ``[N / 32, K,
-32]``), the lowering reads ``B[j floordiv 32, k, j mod 32]``, ``split`` of ``j``
+its column panels (``tg.matmul``'s ``rhs_layout = "panels"``, ``[ceil(N /
+32), K, 32]``), the lowering reads ``B[j floordiv 32, k, j mod 32]``, ``split`` of ``j``
 by 32 makes that ``B[j_o, k, j_i]``, and there is no ``cache_read`` (``_rhs``
 finds no ``[.., k, j]`` read): each panel streams contiguously at every M, with
 no copy per call. One thread, Xeon, GFLOP/s, B read in place or packed per call
