@@ -121,7 +121,7 @@ from qidao.dialects.tg.trig import (
     TanOp,
 )
 from qidao.dialects.tg.types import dtype_name, shape_of
-from qidao.dialects.tg.winograd import AT, BT, WinogradInputOp, WinogradOutputOp
+from qidao.dialects.tg.winograd import WinogradInputOp, WinogradOutputOp, transform
 
 Array = np.ndarray[Any, Any]
 Evaluator = Callable[[Operation, list[Array]], list[Array]]
@@ -695,26 +695,29 @@ def _batch_norm(op: Operation, xs: list[Array]) -> list[Array]:
 
 
 def _winograd_input(op: Operation, xs: list[Array]) -> list[Array]:
-    """Every 6x6 tile ``d`` (stride 4) of each channel as ``BT d BT^T``, tile-major
-    ``[T, 36, C]``."""
+    """Every (m+2)x(m+2) tile ``d`` (stride m) of each channel as ``BT d BT^T``,
+    tile-major ``[T, (m+2)^2, C]``."""
     assert isinstance(op, WinogradInputOp)
     th, tw = op.tile_counts()
+    tr = transform(op.tile_size())
     x = xs[0]
-    rows = np.arange(th)[:, None] * 4 + np.arange(6)  # [TH, 6]
-    cols = np.arange(tw)[:, None] * 4 + np.arange(6)  # [TW, 6]
+    rows = np.arange(th)[:, None] * tr.size + np.arange(tr.input_tile)  # [TH, r]
+    cols = np.arange(tw)[:, None] * tr.size + np.arange(tr.input_tile)  # [TW, r]
     d = x[:, rows[:, :, None, None], cols[None, None, :, :], :]  # n,th,i,tw,j,c
-    v = np.einsum("ai,ntiujc,bj->ntuabc", BT, d, BT)
-    return [v.reshape(-1, 36, x.shape[3]).astype(x.dtype)]
+    v = np.einsum("ai,ntiujc,bj->ntuabc", tr.bt, d, tr.bt)
+    return [v.reshape(-1, tr.points, x.shape[3]).astype(x.dtype)]
 
 
 def _winograd_output(op: Operation, xs: list[Array]) -> list[Array]:
     """Every tile ``m`` of each output channel as ``AT m AT^T`` (+ bias), placed at
-    its 4x4 pixels."""
+    its m x m pixels."""
     assert isinstance(op, WinogradOutputOp)
     n, th, tw = op.tile_counts()
-    m = xs[0].reshape(6, 6, n, th, tw, -1)
-    y = np.einsum("ia,abntuf,jb->ntiujf", AT, m, AT)
-    y = y.reshape(n, 4 * th, 4 * tw, m.shape[-1])
+    tr = transform(op.tile_size())
+    r = tr.input_tile
+    m = xs[0].reshape(r, r, n, th, tw, -1)
+    y = np.einsum("ia,abntuf,jb->ntiujf", tr.at, m, tr.at)
+    y = y.reshape(n, tr.size * th, tr.size * tw, m.shape[-1])
     if len(xs) > 1:
         y = y + xs[1]
     return [y.astype(xs[0].dtype)]

@@ -1,5 +1,6 @@
 """``select-conv-algo``: each NHWC convolution gets an algorithm — direct loops, a
-matmul (1x1), im2col + matmul, or Winograd F(4x4, 3x3) — by a rule or by measuring.
+matmul (1x1), im2col + matmul, or Winograd F(4x4, 3x3) or F(2x2, 3x3) — by a rule
+or by measuring.
 
 The same convolution can be computed in several ways, each fastest somewhere (the
 book's "same model, two kernel choices"):
@@ -20,7 +21,8 @@ winograd   3x3, stride 1, dilation 1, a constant weight: ``pad`` to whole 4x4 ti
            filter transformed at compile time ``[36, C, F]``, ``tg.winograd_output``
            (+ bias) ``[N, 4TH, 4TW, F]``, a ``slice`` back to ``[N, OH, OW, F]``
            (``qidao/dialects/tg/winograd.py``): 4x fewer multiplications, rounding
-           slightly different from the direct sum (about 1e-6 relative in float32)
+           slightly different from the direct sum (about 1e-6 relative in float32);
+           or the same with 2x2 tiles (``size = 2``, ``winograd_size``, below)
 =========  ==========================================================================
 
 Options: ``algo`` — ``"auto"`` (the default rule below), ``"benchmark"`` (every
@@ -74,6 +76,20 @@ copies, caches flushed between calls, µs, direct vs matmul/im2col): 256 -> 1024
 -> 1024 at stride 2 from 28 x 28 3089 vs 1854, 2048 -> 512 on 7 x 7 1620 vs 838;
 below it direct keeps its lead (64 -> 256 on 56 x 56: 988 vs 1183).
 
+Winograd's tile: F(4x4, 3x3) streams a transformed filter of 36 points (9 MiB for
+256 -> 256 channels) through a batched matmul of one row per 4x4 tile; on 14 x 14
+pixels that is 16 rows, so the matmul is bound by reading the filter, which in a
+whole model comes from memory (every layer's weights do not stay in the caches).
+F(2x2, 3x3) streams 16 points (4.2 MiB) for 49 rows, at 2.25x fewer
+multiplications than direct instead of 4x. ``winograd_size`` takes F(2x2) when
+F(4x4)'s filter is ``WINOGRAD_F2_MIN_FILTER_BYTES`` or more and it has fewer than
+``WINOGRAD_F4_MIN_TILES`` tiles. Xeon, one thread, a 3x3 convolution + ReLU with
+its layout copies, caches flushed between calls, µs (ONNX Runtime): 256 -> 256 on
+14 x 14, F(4x4) 2177, im2col 2166, F(2x2) 1493 (1738); 512 -> 512 on 14 x 14, im2col
+7429, F(2x2) 5000 (5607); with warm caches F(4x4) and F(2x2) measured the same
+(846 and 809). ResNet-50's third stage (five of these) takes F(2x2): their batched
+matmuls 7.85 -> 5.40 ms in the model (``qidao profile``, one thread).
+
 Every convolution this pass sees gets a ``qd.algo`` attribute, ``"<algorithm>:
 <why>"``, on the op that computes its result (``tg.conv2d``, ``tg.matmul`` or
 ``tg.winograd_output``), so ``compiled.stats["conv_algo"]`` and ``qidao compile
@@ -102,6 +118,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import StringAttr
@@ -113,8 +130,8 @@ from qidao.dialects import tg
 from qidao.dialects.attributes import ALGO_ATTR
 from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
-from qidao.dialects.tg.types import shape_of
-from qidao.dialects.tg.winograd import TILE, tiles_for, transform_filter
+from qidao.dialects.tg.types import dtype_name, element_of, shape_of
+from qidao.dialects.tg.winograd import TILE, tiles_for, transform, transform_filter
 
 ALGORITHMS = ("direct", "matmul", "im2col", "winograd")
 """Every algorithm, the default first."""
@@ -125,6 +142,13 @@ WINOGRAD_MIN_CHANNELS = 16
 WINOGRAD_MIN_TILES = 16
 """The rule's threshold for Winograd on the number of 4x4 output tiles (N * TH *
 TW): below it the batched matmul is too shallow to pay for the transforms."""
+WINOGRAD_F4_MIN_TILES = 32
+"""F(4x4, 3x3) needs this many 4x4 tiles (the batched matmul's rows) when its
+transformed filter is ``WINOGRAD_F2_MIN_FILTER_BYTES`` or more; with fewer,
+F(2x2, 3x3) (``winograd_size``)."""
+WINOGRAD_F2_MIN_FILTER_BYTES = 2**20
+"""... from this size of F(4x4)'s transformed filter (36 points x C x F) on: it
+no longer stays in L2 from one call to the next."""
 MATMUL_MIN_WEIGHT_BYTES = 2**20
 """The rule's threshold on the weight for a matmul (1x1) or im2col over the direct
 kernel: from half of L2 (2 MiB on the Xeon measured; the EPYC's is 1 MiB) the
@@ -192,6 +216,27 @@ def rule(op: tg.Conv2dOp, can: dict[str, str]) -> tuple[str, str]:
                 f"reads it once, direct once per output row ({n * oh} times)"
             )
     return "direct", f"rule: {why}"
+
+
+def winograd_size(op: tg.Conv2dOp) -> tuple[int, str]:
+    """The output tile side, 4 or 2, Winograd uses for ``op``, and why (module
+    docstring): F(2x2, 3x3) when F(4x4)'s transformed filter is at least
+    ``WINOGRAD_F2_MIN_FILTER_BYTES`` and it has fewer than
+    ``WINOGRAD_F4_MIN_TILES`` tiles, so that the batched matmul streams 16 points
+    of filter instead of 36 for four times the rows."""
+    _, _, c, f = shape_of(op.weight.type)
+    n, oh, ow, _ = shape_of(op.result.type)
+    tiles = n * tiles_for(oh) * tiles_for(ow)
+    itemsize = np.dtype(dtype_name(element_of(op.weight.type))).itemsize
+    filter_bytes = transform(TILE).points * c * f * itemsize
+    if tiles < WINOGRAD_F4_MIN_TILES and filter_bytes >= WINOGRAD_F2_MIN_FILTER_BYTES:
+        small = n * tiles_for(oh, 2) * tiles_for(ow, 2)
+        return 2, (
+            f"F(2x2, 3x3): {tiles} 4x4 tiles would stream a "
+            f"{filter_bytes / 2**20:.1f} MiB transformed filter; {small} 2x2 tiles "
+            f"stream {filter_bytes * 16 / 36 / 2**20:.1f} MiB"
+        )
+    return TILE, "F(4x4, 3x3)"
 
 
 def signature(op: tg.Conv2dOp) -> str:
@@ -282,6 +327,8 @@ def rewrite(op: tg.Conv2dOp, algo: str, why: str) -> Operation:
     if algo == "direct":
         op.attributes[ALGO_ATTR] = StringAttr(why)
         return op
+    if algo == "winograd":
+        why = f"{why}; {winograd_size(op)[1]}"
     ops = builders[algo](op)
     last = ops[-1]
     anchor = next(o for o in reversed(ops) if isinstance(o, _ANCHORS))
@@ -374,21 +421,22 @@ def _im2col(op: tg.Conv2dOp) -> list[Operation]:
 def _winograd(op: tg.Conv2dOp) -> list[Operation]:
     producer = op.weight.owner
     assert isinstance(producer, tg.ConstantOp)
+    size, _ = winograd_size(op)
     n, oh, ow, f = shape_of(op.result.type)
-    th, tw = tiles_for(oh), tiles_for(ow)
+    th, tw = tiles_for(oh, size), tiles_for(ow, size)
     _, h, w, _ = shape_of(op.input.type)
     top, left, bottom, right = ints(op.padding)
-    # the tiles read 4 TH + 2 rows (and 4 TW + 2 columns) of the padded input
-    extra = (TILE * th + 2 - (h + top + bottom), TILE * tw + 2 - (w + left + right))
+    # the tiles read m TH + 2 rows (and m TW + 2 columns) of the padded input
+    extra = (size * th + 2 - (h + top + bottom), size * tw + 2 - (w + left + right))
     ops = _padded(op, extra)
     x: SSAValue = ops[-1].results[0] if ops else op.input
-    v = tg.WinogradInputOp(x, (th, tw))
-    by_point = tg.TransposeOp(v.result, (1, 0, 2))  # [36, T, C], a view
-    u = tg.ConstantOp.from_numpy(transform_filter(producer.to_numpy()))
+    v = tg.WinogradInputOp(x, (th, tw), size)
+    by_point = tg.TransposeOp(v.result, (1, 0, 2))  # [P, T, C], a view
+    u = tg.ConstantOp.from_numpy(transform_filter(producer.to_numpy(), size))
     m = tg.MatmulOp(by_point.result, u.result)
-    y = tg.WinogradOutputOp(m.result, op.bias, (n, th, tw))
+    y = tg.WinogradOutputOp(m.result, op.bias, (n, th, tw), size)
     ops += [v, by_point, u, m, y]
-    if (TILE * th, TILE * tw) != (oh, ow):
+    if (size * th, size * tw) != (oh, ow):
         ops.append(tg.SliceOp(y.result, (0, 0, 0, 0), (n, oh, ow, f)))
     return ops
 

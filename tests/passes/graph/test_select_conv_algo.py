@@ -16,10 +16,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Block
 
 import qidao
 from qidao.compiler import conv_algo
+from qidao.dialects import tg
+from qidao.dialects.tg.numpy_eval import evaluate
+from qidao.dialects.tg.types import tensor_type
+from qidao.dialects.tg.winograd import transform_filter
 from qidao.frontend.builder import Graph
+from qidao.passes.graph import select_conv_algo
 
 torch = pytest.importorskip("torch")
 
@@ -128,6 +135,48 @@ def test_forced_algorithms_apply_where_they_should() -> None:
         compiled = qidao.compile(g, threads=1, algo=algo)
         (why,) = compiled.stats["conv_algo"].values()
         assert why.startswith(f"{used}:"), (algo, index, why)
+
+
+@pytest.mark.parametrize("index", [0, 1, 3])  # 2: odd channels stay NCHW, direct
+def test_small_winograd_tiles_match_torch(
+    index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """F(2x2, 3x3) wherever Winograd applies (its filter threshold at 0 bytes: the
+    cases are small), each against PyTorch."""
+    monkeypatch.setattr(select_conv_algo, "WINOGRAD_F2_MIN_FILTER_BYTES", 0)
+    g, inputs, want = case_graph(CASES[index])
+    compiled = qidao.compile(g, threads=1, algo="winograd")
+    (why,) = compiled.stats["conv_algo"].values()
+    assert why.startswith("winograd:") and "F(2x2, 3x3)" in why, why
+    assert "size = 2" in compiled.ir("tg")
+    assert_close(compiled(*inputs), want)
+
+
+@pytest.mark.parametrize("size", [4, 2])
+def test_numpy_evaluator_of_each_tile_size(size: int) -> None:
+    """The reference evaluator of the transforms (``fold-constants``' engine and
+    other tests' oracle): input transform, the batched matmul with the filter
+    transformed, output transform, against PyTorch's convolution (unpadded,
+    10 x 10 -> 8 x 8: whole tiles of either size)."""
+    rng = np.random.default_rng(size)
+    x = rng.standard_normal((1, 10, 10, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 7)).astype(np.float32)
+    b = rng.standard_normal(7).astype(np.float32)
+    tiles = 8 // size
+    block = Block(arg_types=[tensor_type(a.shape, f32) for a in (x, w, b)])
+    xv, _, bv = block.args
+    v_op = tg.WinogradInputOp(xv, (tiles, tiles), size)
+    (v,) = evaluate(v_op, [x])
+    u = transform_filter(w, size)
+    m = np.matmul(v.transpose(1, 0, 2), u)
+    m_arg = Block(arg_types=[tensor_type(m.shape, f32)]).args[0]
+    (y,) = evaluate(tg.WinogradOutputOp(m_arg, bv, (1, tiles, tiles), size), [m, b])
+    want = torch.nn.functional.conv2d(
+        torch.from_numpy(x).double().permute(0, 3, 1, 2),
+        torch.from_numpy(w).double().permute(3, 2, 0, 1),
+        torch.from_numpy(b).double(),
+    ).permute(0, 2, 3, 1)
+    assert_close([y], want.numpy())
 
 
 def test_two_threads_match() -> None:

@@ -16,7 +16,7 @@
 // AUTO-NEXT:   %[[T:.*]] = tg.transpose %[[V]] perm = [1, 0, 2] : tensor<16x36x16xf32> -> tensor<36x16x16xf32, strided<[16, 576, 1]>>
 // AUTO-NEXT:   %[[U:.*]] = tg.constant dense<{{.*}}> : tensor<36x16x16xf32>
 // AUTO-NEXT:   %[[M:.*]] = tg.matmul %[[T]], %[[U]]
-// AUTO-NEXT:   %[[Y:.*]] = tg.winograd_output %[[M]], %b tiles = [4, 2, 2] {qd.algo = "winograd: rule: 3x3 stride 1, 16 -> 16 channels, 16 tiles"} : (tensor<36x16x16xf32>, tensor<16xf32>) -> tensor<4x8x8x16xf32>
+// AUTO-NEXT:   %[[Y:.*]] = tg.winograd_output %[[M]], %b tiles = [4, 2, 2] {qd.algo = "winograd: rule: 3x3 stride 1, 16 -> 16 channels, 16 tiles; F(4x4, 3x3)"} : (tensor<36x16x16xf32>, tensor<16xf32>) -> tensor<4x8x8x16xf32>
 // AUTO-NEXT:   %y_crop = tg.slice %[[Y]] start = [0, 0, 0, 0] stop = [4, 6, 6, 16] step = [1, 1, 1, 1]
 // AUTO-NEXT:   %y = tg.contiguous %y_crop
 // AUTO-NEXT:   func.return %y
@@ -108,4 +108,26 @@ func.func @weight_past_l2(%x: tensor<1x4x4x1024xf32>, %w: tensor<1x1x1024x1024xf
   %c = tg.conv2d %x, %w2 strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x4x4x1024xf32>, tensor<1x1x1024x255xf32>) -> tensor<1x4x4x255xf32>
   %d = tg.conv2d %row, %w strides = [1, 1] padding = [0, 0, 0, 0] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x1x16x1024xf32>, tensor<1x1x1024x1024xf32>) -> tensor<1x1x16x1024xf32>
   func.return %a, %b, %e, %c, %d : tensor<1x4x4x1024xf32>, tensor<1x7x7x512xf32>, tensor<1x4x4x256xf32>, tensor<1x4x4x255xf32>, tensor<1x1x16x1024xf32>
+}
+
+// Winograd's tile size: F(4x4, 3x3) streams a transformed filter of 36 points
+// through a batched matmul of one row per 4x4 tile. With fewer than 32 tiles and
+// 1 MiB or more of it (96 -> 96 channels on 14 x 14: 16 tiles, 1.3 MiB) the rule
+// takes F(2x2, 3x3): 16 points (0.6 MiB) for 49 rows. Not with a smaller filter
+// (64 -> 64: 0.6 MiB at 36 points) or with 32 tiles or more (28 x 28: 49 tiles).
+// CHECK-LABEL: func.func @winograd_tile_size
+// AUTO:        %[[V:.*]] = tg.winograd_input %{{.*}} tiles = [7, 7] size = 2 : tensor<1x16x16x96xf32> -> tensor<49x16x96xf32>
+// AUTO:        tg.constant dense<{{.*}}> : tensor<16x96x96xf32>
+// AUTO:        tg.winograd_output %{{.*}} tiles = [1, 7, 7] size = 2 {qd.algo = "winograd: rule: 3x3 stride 1, 96 -> 96 channels, 16 tiles; F(2x2, 3x3): 16 4x4 tiles would stream a 1.3 MiB transformed filter; 49 2x2 tiles stream 0.6 MiB"} : (tensor<16x49x96xf32>, tensor<96xf32>) -> tensor<1x14x14x96xf32>
+// AUTO:        tg.winograd_input %{{.*}} tiles = [4, 4] : tensor<1x18x18x64xf32> -> tensor<16x36x64xf32>
+// AUTO:        tg.winograd_output %{{.*}} tiles = [1, 4, 4] {qd.algo = "winograd: rule: 3x3 stride 1, 64 -> 64 channels, 16 tiles; F(4x4, 3x3)"}
+// AUTO:        tg.winograd_input %{{.*}} tiles = [7, 7] : tensor<1x30x30x96xf32> -> tensor<49x36x96xf32>
+// AUTO:        tg.winograd_output %{{.*}} tiles = [1, 7, 7] {qd.algo = "winograd: rule: 3x3 stride 1, 96 -> 96 channels, 49 tiles; F(4x4, 3x3)"}
+func.func @winograd_tile_size(%x: tensor<1x14x14x96xf32>, %b: tensor<96xf32>, %x64: tensor<1x14x14x64xf32>, %x28: tensor<1x28x28x96xf32>) -> (tensor<1x14x14x96xf32>, tensor<1x14x14x64xf32>, tensor<1x28x28x96xf32>) {
+  %w = tg.constant dense<0.5> : tensor<3x3x96x96xf32>
+  %y = tg.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x14x14x96xf32>, tensor<3x3x96x96xf32>, tensor<96xf32>) -> tensor<1x14x14x96xf32>
+  %w64 = tg.constant dense<0.5> : tensor<3x3x64x64xf32>
+  %y64 = tg.conv2d %x64, %w64 strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x14x14x64xf32>, tensor<3x3x64x64xf32>) -> tensor<1x14x14x64xf32>
+  %y28 = tg.conv2d %x28, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x28x28x96xf32>, tensor<3x3x96x96xf32>) -> tensor<1x28x28x96xf32>
+  func.return %y, %y64, %y28 : tensor<1x14x14x96xf32>, tensor<1x14x14x64xf32>, tensor<1x28x28x96xf32>
 }
