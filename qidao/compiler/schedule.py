@@ -147,6 +147,14 @@ class Schedule:
         the copy's name."""
         return f"{loop}{suffix}"
 
+    @primitive("prefetch")
+    def prefetch(
+        self, kernel: str, loop: str, buffer: str, ahead: str, locality: int = 2
+    ) -> None:
+        """In ``loop``'s body, prefetch the slice ``buffer[a + 1]`` that the next
+        iteration of the enclosing ``ahead`` reads, spread evenly over the
+        iterations in between (see ``qidao/passes/schedule/prefetch.py``)."""
+
     @primitive("reorder")
     def reorder(self, kernel: str, *loops: str) -> None:
         """Permute a perfectly nested band into the order ``loops`` (outermost

@@ -36,4 +36,15 @@ def all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Lanes
 
-    return {"tg": tg, "amx": amx, "x86vector": x86vector, "lanes": lanes}
+    def cache() -> Dialect:
+        from qidao.dialects.cache import Cache
+
+        return Cache
+
+    return {
+        "tg": tg,
+        "amx": amx,
+        "x86vector": x86vector,
+        "lanes": lanes,
+        "cache": cache,
+    }

@@ -99,6 +99,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
 from qidao.dialects.attributes import PARALLEL_ATTR
+from qidao.dialects.cache import PrefetchOp
 from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.nest import (
     MEMREF_VIEWS,
@@ -430,8 +431,8 @@ class _Checker:
         return [a for a in found if not self.private(a.memref)]
 
     def understood(self, op: Operation) -> bool:
-        if isinstance(op, _STRUCTURE + _ALLOCS + MEMREF_VIEWS):
-            return True
+        if isinstance(op, _STRUCTURE + _ALLOCS + MEMREF_VIEWS + (PrefetchOp,)):
+            return True  # a prefetch reads and writes nothing the program sees
         if isinstance(op, memref.DeallocOp):
             return self.private(op.memref)
         return is_side_effect_free(op) and not op.regions

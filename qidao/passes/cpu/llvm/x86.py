@@ -1,5 +1,9 @@
-"""``convert-to-llvm`` handlers for the ``x86vector`` ops (not a pass).
+"""``convert-to-llvm`` handlers for the ``x86vector`` ops and ``cache.prefetch``
+(not a pass).
 
+- ``cache.prefetch %m[%i..] locality = L`` -> the element's address (as a load's)
+  and ``call void @llvm.prefetch.p0(ptr, i32 0, i32 L, i32 1)``: a read, into the
+  data cache (``prefetcht0/1/2`` or ``prefetchnta`` by ``L``).
 - ``x86vector.avx512.vpdpbusd %acc, %a, %b`` -> ``a``'s four bytes as one ``i32``
   (``bitcast <4 x i8> to i32``), splat to ``<16 x i32>`` (``insertelement`` and a
   zero-mask ``shufflevector``, which the backend folds into the instruction's
@@ -10,13 +14,16 @@
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, VectorType, i32
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, VectorType, i32
 from xdsl.ir import Operation
 
+from qidao.dialects.cache import PrefetchOp
 from qidao.dialects.x86vector import LANES, Vpdpbusd
 from qidao.passes.cpu.llvm.lowering import FunctionLowering, Handler
+from qidao.passes.cpu.llvm.memref import element_address
 
 VPDPBUSD = "llvm.x86.avx512.vpdpbusd.512"
+PREFETCH = "llvm.prefetch.p0"
 
 
 def _vpdpbusd(op: Operation, fl: FunctionLowering) -> None:
@@ -32,4 +39,18 @@ def _vpdpbusd(op: Operation, fl: FunctionLowering) -> None:
     fl.bind(op.result, fl.emit_value(call))
 
 
-HANDLERS: dict[type[Operation], Handler] = {Vpdpbusd: _vpdpbusd}
+def _prefetch(op: Operation, fl: FunctionLowering) -> None:
+    assert isinstance(op, PrefetchOp)
+    t = op.memref.type
+    assert isinstance(t, MemRefType)
+    indices = [fl.get(i) for i in op.indices]
+    ptr = element_address(fl, t, fl.get(op.memref), indices)
+    read, data = fl.const(0, i32), fl.const(1, i32)
+    locality = fl.const(op.locality.value.data, i32)
+    fl.emit(llvm.CallIntrinsicOp(PREFETCH, [ptr, read, locality, data], []))
+
+
+HANDLERS: dict[type[Operation], Handler] = {
+    Vpdpbusd: _vpdpbusd,
+    PrefetchOp: _prefetch,
+}

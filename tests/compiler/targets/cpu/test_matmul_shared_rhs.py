@@ -98,3 +98,48 @@ def test_epilogue_with_scalar_only_math_stays_scalar() -> None:
     np.testing.assert_allclose(
         compiled(a)[0], 1 / (1 + np.exp(-(a @ w))), rtol=1e-4, atol=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    ("m", "k", "n", "prefetched"),
+    [
+        (49, 1024, 512, True),  # 7 row tiles, a 2 MiB weight: memory-bound
+        (16, 512, 768, True),  # 2 row tiles, 1.5 MiB
+        (196, 1024, 512, False),  # 25 row tiles read each panel: compute-bound
+        (49, 256, 256, False),  # 256 KiB stays in L2
+        (49, 1024, 32, False),  # one panel: no next one
+    ],
+)
+def test_next_panel_prefetched_where_memory_bounds(
+    m: int, k: int, n: int, prefetched: bool
+) -> None:
+    """A constant weight of 1 MiB or more read by at most 8 row tiles: each
+    panel's first row tile waits on memory, so the next panel is prefetched
+    while the row tiles run (``prefetch``); the result is NumPy's either way."""
+    g = Graph("main")
+    x, a = g.input("x", (m, k)), rand(m, k)
+    w, b = rand(k, n, seed=1), rand(n, seed=2)
+    g.output(g.relu(x @ g.constant(w) + g.constant(b)))
+    compiled = qidao.compile(g, threads=1)
+    (report,) = compiled.stats["default_schedule"].values()
+    assert ("the next panel prefetched" in report) == prefetched, report
+    trace = compiled.stats["schedule"]
+    assert ('"k", "panels", "j_o", 2)' in trace) == prefetched, trace
+    if prefetched:
+        assert "llvm.prefetch" in compiled.ir("llvm")
+    np.testing.assert_allclose(
+        compiled(a)[0], np.maximum(a @ w + b, 0), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_prefetch_with_strided_rows_and_two_threads() -> None:
+    """The shared-B batch (panels outside the batch loops) prefetches across the
+    batch too, and on two threads each thread's panels prefetch their next."""
+    g, a, want = strided_rows(14, 512, 1024)
+    for threads in (1, 2):
+        compiled = qidao.compile(g, threads=threads)
+        report = next(
+            r for r in compiled.stats["default_schedule"].values() if "matmul" in r
+        )
+        assert SHARED in report and "the next panel prefetched" in report, report
+        np.testing.assert_allclose(compiled(a)[0], want, rtol=1e-4, atol=1e-4)
