@@ -32,9 +32,9 @@ variable alone as its first index, and no other index reads it (iteration ``a`` 
 to ``loop`` (inclusive), with constant bounds from 0 and step 1, run T iterations
 per iteration of ``ahead``; the t-th (their ivs linearized, outermost first)
 prefetches element ``floor(t S / T)`` of the slice ``buffer[min(a + 1, A - 1)]``
-(row-major, S elements), so the T prefetches cover it once, in order. The last
-iteration of ``ahead`` prefetches its own slice again (the clamp keeps every index
-in bounds). Inserted at the start of ``loop``'s body (``cache.prefetch``, lowered
+(row-major, S elements; A the buffer's leading dimension), so the T prefetches
+cover it once, in order. The last slice is prefetched again by its own iteration
+(the clamp keeps every index in bounds). Inserted at the start of ``loop``'s body (``cache.prefetch``, lowered
 to ``llvm.prefetch``).
 
 A prefetch reads nothing and writes nothing the program sees, so it never changes
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineDimExpr,
@@ -101,8 +101,8 @@ def prefetch_next(
     _, body_loop = find_loop(module, PRIMITIVE, kernel, loop)
     _, ahead_loop = find_loop(module, PRIMITIVE, kernel, ahead)
     chain = _chain(body_loop, ahead_loop, kernel, loop, ahead)
-    _, slices = require_constant_bounds(ahead_loop, PRIMITIVE, kernel)
-    if slices - require_constant_bounds(ahead_loop, PRIMITIVE, kernel)[0] < 2:
+    first, end = require_constant_bounds(ahead_loop, PRIMITIVE, kernel)
+    if end - first < 2:
         raise IllegalScheduleError(
             PRIMITIVE, kernel, ahead, "it has one iteration: there is no next slice"
         )
@@ -134,7 +134,7 @@ def prefetch_next(
         index = element // stride if stride > 1 else element
         results.append(index % extent if d else index)
     ivs = [iv(inner) for inner in chain]
-    last = AffineExpr.constant(slices - 1)
+    last = AffineExpr.constant(t.get_shape()[0] - 1)  # the last slice
     following = affine.MinOp(
         [iv(ahead_loop)],
         AffineMapAttr(AffineMap(1, 0, (AffineDimExpr(0) + 1, last))),
@@ -221,10 +221,7 @@ def _slice_reads(
                     f"'{buffer}' is read at {op.map.data}, "
                     f"whose later indices read '{ahead}' too",
                 )
-    memref = loads[0].memref
-    memref_type: Attribute = memref.type
-    assert isinstance(memref_type, MemRefType)
-    return memref
+    return loads[0].memref
 
 
 def _operand(
