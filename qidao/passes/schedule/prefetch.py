@@ -4,7 +4,7 @@ spread evenly over the iterations in between.
     for a in [0, A)                          for a in [0, A)
       for i in [0, I)                  ==>     for i in [0, I)
         for k in [0, K)                          for k in [0, K)
-          ... B[a, k, c] ...                       e = ((i K + k) S) floordiv (I K)
+          ... B[a, k, c] ...                       e = (i K + k) floor(S / (I K))
                                                    cache.prefetch B[min(a + 1, A - 1),
                                                                     e floordiv 32,
                                                                     e mod 32]
@@ -31,9 +31,11 @@ variable alone as its first index, and no other index reads it (iteration ``a`` 
 ``ahead`` reads the slice ``buffer[a]``). The loops from ``ahead`` (exclusive) down
 to ``loop`` (inclusive), with constant bounds from 0 and step 1, run T iterations
 per iteration of ``ahead``; the t-th (their ivs linearized, outermost first)
-prefetches element ``floor(t S / T)`` of the slice ``buffer[min(a + 1, A - 1)]``
-(row-major, S elements; A the buffer's leading dimension), so the T prefetches
-cover it once, in order. The last slice is prefetched again by its own iteration
+prefetches element ``t floor(S / T)`` of the slice ``buffer[min(a + 1, A - 1)]``
+(row-major, S elements; A the buffer's leading dimension) when S >= T, an index
+linear in the loops that LLVM turns into a pointer increment (the T prefetches
+cover at least half of the slice, in order; the matmul's 32 / I elements a step
+for I row tiles cover 88-100 %), else element ``floor(t S / T)``. The last slice is prefetched again by its own iteration
 (the clamp keeps every index in bounds). Inserted at the start of ``loop``'s body (``cache.prefetch``, lowered
 to ``llvm.prefetch``).
 
@@ -123,10 +125,11 @@ def prefetch_next(
     step: AffineExpr = AffineExpr.constant(0)
     for d, trip in enumerate(trips):
         step = step * trip + AffineDimExpr(d)
-    g = math.gcd(size, total)
-    element = step * (size // g)
-    if total // g > 1:
-        element = element // (total // g)
+    if size >= total:  # a whole number of elements a step: linear in the ivs
+        element = step * (size // total)
+    else:
+        g = math.gcd(size, total)
+        element = (step * (size // g)) // (total // g)
     results: list[AffineExpr] = []
     stride = size
     for d, extent in enumerate(shape):

@@ -108,6 +108,7 @@ def test_epilogue_with_scalar_only_math_stays_scalar() -> None:
         (196, 1024, 512, False),  # 25 row tiles read each panel: compute-bound
         (49, 256, 256, False),  # 256 KiB stays in L2
         (49, 1024, 32, False),  # one panel: no next one
+        (1, 1024, 1024, False),  # one row a tile: too little work to overlap
     ],
 )
 def test_next_panel_prefetched_where_memory_bounds(

@@ -3,6 +3,7 @@
 // RUN: qidao-opt %s -p 'prefetch{kernel="k" loop="k" buffer="b" ahead="j_o"},lower-affine,lower-scf-to-cf,convert-to-llvm' | filecheck %s --check-prefix=LLVM
 // RUN: qidao-opt %s -p 'prefetch{kernel="k" loop="i_o" buffer="b" ahead="j_o" locality=0}' | filecheck %s --check-prefix=OUTER
 // RUN: qidao-opt %s -p 'prefetch{kernel="k" loop="k" buffer="b" ahead="j_o"},parallel{kernel="k" loop="j_o"}' | filecheck %s --check-prefix=PAR
+// RUN: qidao-opt %s -p 'prefetch{kernel="k" loop="k" buffer="few" ahead="j_o"}' | filecheck %s --check-prefix=FEW
 // RUN: not qidao-opt %s -p 'prefetch{kernel="k" loop="k" buffer="a" ahead="j_o"}' 2>&1 | filecheck %s --check-prefix=ERR-FIRST
 // RUN: not qidao-opt %s -p 'prefetch{kernel="k" loop="k" buffer="c" ahead="j_o"}' 2>&1 | filecheck %s --check-prefix=ERR-NONE
 // RUN: not qidao-opt %s -p 'prefetch{kernel="k" loop="j_o" buffer="b" ahead="k"}' 2>&1 | filecheck %s --check-prefix=ERR-NEST
@@ -14,7 +15,7 @@
 // A matmul's tile loops after split and reorder, B in 3 panels of 8 x 4 (the
 // panel j_o reads b[j_o, k, ..]): in k's body, 2 row tiles x 8 steps = 16
 // iterations per panel prefetch the next panel's 32 elements, two per iteration
-// (e = (i_o * 8 + k) * 32 / 16), row e floordiv 4 and column e mod 4, the panel
+// (e = (i_o * 8 + k) * 2, linear), row e floordiv 4 and column e mod 4, the panel
 // index clamped to the last one.
 // CHECK-LABEL: func.func private @k(
 // CHECK:         affine.for %k = 0 to 8 {
@@ -23,7 +24,7 @@
 // CHECK-NEXT:      %[[C:.*]] = affine.apply affine_map<(d0, d1) -> ((((d0 * 16) + (d1 * 2)) mod 4))> (%i_o, %k)
 // CHECK-NEXT:      cache.prefetch %b[%[[N]], %[[R]], %[[C]]] locality = 2 : memref<3x8x4xf32>
 // CHECK-NEXT:      affine.for %i_i = 0 to 2 {
-func.func private @k(%a: memref<4x8xf32> {llvm.noalias}, %b: memref<3x8x4xf32> {llvm.noalias}, %y: memref<4x12xf32> {llvm.noalias}) attributes {qd.kernel = "tg.matmul"} {
+func.func private @k(%a: memref<4x8xf32> {llvm.noalias}, %b: memref<3x8x4xf32> {llvm.noalias}, %y: memref<4x12xf32> {llvm.noalias}, %few: memref<3x2xf32> {llvm.noalias}) attributes {qd.kernel = "tg.matmul"} {
   affine.for %j_o = 0 to 3 {
     affine.for %i_o = 0 to 2 {
       affine.for %k = 0 to 8 {
@@ -31,6 +32,7 @@ func.func private @k(%a: memref<4x8xf32> {llvm.noalias}, %b: memref<3x8x4xf32> {
           affine.for %j_i = 0 to 4 {
             %x = affine.load %a[%i_o * 2 + %i_i, %k] : memref<4x8xf32>
             %w = affine.load %b[%j_o, %k, %j_i] : memref<3x8x4xf32>
+            %z = affine.load %few[%j_o, 1] : memref<3x2xf32>
             %c = affine.load %y[%i_o * 2 + %i_i, %j_o * 4 + %j_i] : memref<4x12xf32>
             %p = arith.mulf %x, %w : f32
             %s = arith.addf %c, %p : f32
@@ -63,6 +65,14 @@ func.func private @k(%a: memref<4x8xf32> {llvm.noalias}, %b: memref<3x8x4xf32> {
 // OUTER-NEXT:      %[[C:.*]] = affine.apply affine_map<(d0) -> (((d0 * 16) mod 4))> (%i_o)
 // OUTER-NEXT:      cache.prefetch %b[%[[N]], %[[R]], %[[C]]] locality = 0 : memref<3x8x4xf32>
 // OUTER-NEXT:      affine.for %k = 0 to 8 {
+
+// A slice smaller than the iterations (few's 2 elements over 16): element
+// floor(t * 2 / 16), each fetched by 8 iterations.
+// FEW-LABEL: func.func private @k(
+// FEW:         affine.for %k = 0 to 8 {
+// FEW-NEXT:      %[[N:.*]] = affine.min affine_map<(d0) -> ((d0 + 1), 2)> (%j_o)
+// FEW-NEXT:      %[[E:.*]] = affine.apply affine_map<(d0, d1) -> ((((d0 * 8) + d1) floordiv 8))> (%i_o, %k)
+// FEW-NEXT:      cache.prefetch %few[%[[N]], %[[E]]] locality = 2 : memref<3x2xf32>
 
 // A prefetch changes no result: the panels still run in parallel (each thread's
 // prefetch its next).

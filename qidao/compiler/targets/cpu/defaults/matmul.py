@@ -180,7 +180,12 @@ ReLU with its layout copies, caches flushed between calls (ONNX Runtime): 3x3 51
 -> 512 on 7 x 7 (im2col, 49 x 4608 @ 4608 x 512) 3.34 -> 2.54 ms (2.08-2.33), 1x1
 2048 -> 512 on 7 x 7 1.28 -> 1.11 ms (1.03-1.16); with warm caches within noise.
 With 25 row tiles (196 x 1024 @ 1024 x 256) it gained nothing cold and cost 15 %
-warm (its address arithmetic, each k step), hence the limit.
+warm (its address arithmetic, each k step), hence the limit; with one row per tile
+it lost cold too (``PREFETCH_MIN_ROWS``). Where it applies it costs 0-10 % when
+the weight is in L3 already (9 x 3072 @ 3072 x 768: 350-355 -> 393 µs) and gains
+16-24 % when it is not (1318 -> 1141 µs; 9 x 768 @ 768 x 3072 1412 -> 1171;
+49 x 1024 @ 1024 x 2048 2233 -> 1796): in a whole model the weights of this size
+come from memory.
 
 A kernel too small to be worth tiling keeps its loops (LLVM vectorizes them as they
 are); the reason goes to ``stats``.
@@ -245,6 +250,10 @@ PREFETCH_MAX_ROW_TILES = 8
 """The next panel of a constant B is prefetched (``prefetch``) when C has at most
 this many row tiles: each panel is then read from memory by the first and reused
 by few, so memory, not the core, is the bound (module docstring)."""
+PREFETCH_MIN_ROWS = 4
+"""... and each tile has at least this many rows: with fewer, each step computes
+too little for the prefetch to overlap (1 x 1024 @ 1024 x 1024, caches flushed:
+499 -> 546 µs with it)."""
 PREFETCH_MIN_BYTES = 1 << 20
 """... and B has at least this many bytes (a smaller one may stay in L2)."""
 GEMV_PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -307,6 +316,7 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
         panels  # a name to give the primitive
         and (not batch_loops or shared)
         and row_tiles <= PREFETCH_MAX_ROW_TILES
+        and tile_i >= PREFETCH_MIN_ROWS
         and k * n * 4 >= PREFETCH_MIN_BYTES
         and -(-n // TILE_J) > 1
     ):
