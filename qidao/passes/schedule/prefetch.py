@@ -62,7 +62,6 @@ from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
     AffineDimExpr,
     AffineExpr,
     AffineMap,
@@ -76,6 +75,7 @@ from qidao.passes.schedule.loops.errors import (
     IllegalScheduleError,
     InvalidArgumentError,
 )
+from qidao.passes.schedule.loops.linear import coefficient
 from qidao.passes.schedule.loops.nest import (
     find_loop,
     iv,
@@ -216,7 +216,7 @@ def _slice_reads(
                 f"first index is not '{ahead}' alone: no slice per iteration of it",
             )
         for expr in results[1:]:
-            if any(operands[d] is ahead_iv for d in _reads(expr, access.num_dims)):
+            if coefficient(expr, operands, access.num_dims, ahead_iv) != 0:
                 raise IllegalScheduleError(
                     PRIMITIVE,
                     kernel,
@@ -237,22 +237,6 @@ def _operand(
     if isinstance(expr, AffineSymExpr):
         return operands[access.num_dims + expr.position]
     return None
-
-
-def _reads(expr: AffineExpr, num_dims: int) -> set[int]:
-    """The positions, among the map's operands, of the dimensions and symbols
-    ``expr`` reads."""
-    found: set[int] = set()
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, AffineDimExpr):
-            found.add(e.position)
-        elif isinstance(e, AffineSymExpr):
-            found.add(num_dims + e.position)
-        elif isinstance(e, AffineBinaryOpExpr):
-            stack += [e.lhs, e.rhs]
-    return found
 
 
 @dataclass(frozen=True)
