@@ -154,7 +154,21 @@ class TorchCompiled:
             flat = [torch.from_numpy(a) for a in self.compiled(*arrays)]
         else:
             flat = self._run_partitioned(args)
-        return pytree.tree_unflatten(flat, self.captured.out_spec)
+        c = self.captured
+        written = len(flat) - c.user_outputs
+        self._write_back(args, flat[:written])
+        return pytree.tree_unflatten(flat[written:], c.out_spec)
+
+    def _write_back(self, args: Sequence[Any], values: Sequence[Any]) -> None:
+        """Copy the new values of what the model updates in place (``Captured.
+        mutated``: a user input, a buffer) into those tensors."""
+        c = self.captured
+        given = dict(zip(c.user_inputs, args, strict=True))
+        for name, value in zip(c.mutated, values, strict=True):
+            if name is not None:
+                target = given[name] if name in given else c.constants[name]
+                with torch.no_grad():
+                    target.copy_(value)
 
     def _run_partitioned(self, args: Sequence[Any]) -> list[torch.Tensor]:
         c = self.captured
@@ -168,7 +182,7 @@ class TorchCompiled:
         with torch.no_grad():
             outs = c.graph_module(*inputs)
         flat = pytree.tree_leaves(outs)
-        return list(flat[len(flat) - c.user_outputs :])
+        return list(flat[len(flat) - c.user_outputs - len(c.mutated) :])
 
     def __repr__(self) -> str:
         if self.compiled is not None:
@@ -189,7 +203,8 @@ def compile_torch(
     captured = capture(model, example_inputs)
     missing = unsupported_ops(captured.graph_module)
     if not missing:
-        return TorchCompiled(captured, compile_fn(to_tg(captured)), [], {})
+        module = to_tg(captured, mutations=True)
+        return TorchCompiled(captured, compile_fn(module), [], {})
     if strict:
         raise UnsupportedTorchOpsError(
             missing, "(strict=True; without it these run in PyTorch)"

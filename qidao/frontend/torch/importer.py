@@ -11,7 +11,10 @@ The steps:
 1. ``capture`` runs ``torch.export.export`` on the model and the example inputs. The
    graph holds ATen operators (``aten.linear``, ``aten.conv2d``, ``aten.batch_norm``,
    ...) with static shapes; the parameters, buffers and lifted constants are
-   placeholders that ``capture`` pairs with their tensors.
+   placeholders that ``capture`` pairs with their tensors. A graph that writes
+   into tensors in place (``x[:, 1:] = y``, ``add_``) is functionalized first
+   (``mutates``), and what it wrote into comes back as outputs
+   (``Captured.mutated``) that ``TorchCompiled`` copies into those tensors.
 2. ``node_support`` says, for each node, why it cannot be converted (no converter
    in ``ops.CONVERTERS``, a converter's ``check`` refusing this use, a dtype
    its converter's rule does not allow: float32 unless it declares another of
@@ -39,13 +42,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
 import torch.fx
+from torch.export.graph_signature import OutputKind
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.utils import _pytree as pytree
@@ -132,6 +136,12 @@ class Captured:
     user_outputs: int
     out_spec: Any = None
     """The pytree spec that rebuilds the model's output structure."""
+    mutated: list[str | None] = field(default_factory=list)
+    """What the model writes into in place (a user input, a buffer), by its
+    placeholder name, one for each output before the user outputs: a functionalized
+    graph (see ``mutates``) returns the new values there, and ``TorchCompiled``
+    copies each back into its tensor, as the model's in-place update would. None
+    for an output nothing is written back from."""
 
 
 def capture(
@@ -162,6 +172,8 @@ def capture(
             program = torch.export.export(module, args)
             if decompose:
                 program = program.run_decompositions()
+            elif mutates(program.graph_module):
+                program = program.run_decompositions({})  # functionalize only
     except Exception as e:
         raise TorchImportError(
             f"torch.export could not capture the model: {type(e).__name__}: {e}"
@@ -184,6 +196,46 @@ def capture(
         list(sig.user_inputs),
         len(sig.user_outputs),
         program.call_spec.out_spec,
+        _mutated(sig, names),
+    )
+
+
+_MUTATIONS = (
+    OutputKind.BUFFER_MUTATION,
+    OutputKind.PARAMETER_MUTATION,
+    OutputKind.USER_INPUT_MUTATION,
+)
+
+
+def _mutated(sig: Any, names: Mapping[str, str]) -> list[str | None]:
+    """For each output before the user outputs (a functionalized program returns
+    the new values of what it writes into there), the placeholder it is written
+    back into, or None (nothing to write: an effect token)."""
+    placeholder = {target: p for p, target in names.items()}
+    specs = sig.output_specs[: len(sig.output_specs) - len(sig.user_outputs)]
+    return [
+        placeholder.get(spec.target, spec.target) if spec.kind in _MUTATIONS else None
+        for spec in specs
+    ]
+
+
+def mutates(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` holds an operator that writes into a tensor (``add_``,
+    ``copy_``, ``index_put_``, an ``out=`` variant, ...).
+
+    torch.export's graph keeps PyTorch's in-place operators and views: a
+    ``copy_`` into ``x[:, 1:]`` writes into ``x``, and every later reader of ``x``
+    depends on it through memory, not through the graph's edges. qidao computes
+    values (a view it converts is a copy) and ``partition`` moves nodes by the
+    graph's edges only, so such a graph, split between qidao and PyTorch, would
+    lose the writes or read ``x`` before them. ``capture`` functionalizes it first
+    (``run_decompositions({})``: ``copy_`` into a slice becomes ``slice_scatter``,
+    ``add_`` becomes ``add``)."""
+    return any(
+        isinstance(node.target, torch._ops.OpOverload)
+        and node.target._schema.is_mutable
+        for node in gm.graph.nodes
+        if node.op == "call_function"
     )
 
 
@@ -268,6 +320,16 @@ def size_bookkeeping(node: torch.fx.Node) -> bool:
     )
 
 
+_NO_CONVERTER: dict[Any, str] = {
+    # training-mode BatchNorm updates its running statistics in place: the
+    # functionalized graph (see ``mutates``) holds this form of it
+    torch.ops.aten._native_batch_norm_legit_functional.default: (
+        "batch norm in training mode (call model.eval())"
+    ),
+}
+"""Ops with no converter that a model reaches for a reason to name."""
+
+
 def node_support(node: torch.fx.Node) -> str | None:
     """Why ``node`` (a ``call_function``) cannot be converted, or None."""
     if node.target is operator.getitem:  # an item of an unsupported op: the op
@@ -282,7 +344,7 @@ def node_support(node: torch.fx.Node) -> str | None:
             return reason
     entry = CONVERTERS.get(node.target) or converter_for(node.target)
     if entry is None:
-        return "no converter"
+        return _NO_CONVERTER.get(node.target, "no converter")
     if entry.check is not None:
         reason = entry.check(*node.args, **node.kwargs)
         if reason is not None:
@@ -466,14 +528,16 @@ def _array(t: torch.Tensor) -> npt.NDArray[Any]:
     return np.array(array, copy=True)
 
 
-def to_tg(captured: Captured, name: str = "main") -> ModuleOp:
+def to_tg(captured: Captured, name: str = "main", mutations: bool = False) -> ModuleOp:
     """The whole captured graph as one tg module; any unsupported operator is an
-    ``UnsupportedTorchOpsError`` listing all of them."""
+    ``UnsupportedTorchOpsError`` listing all of them. Its results are the user
+    outputs, after the new values of ``captured.mutated`` with ``mutations``."""
     missing = unsupported_ops(captured.graph_module)
     if missing:
         raise UnsupportedTorchOpsError(missing)
+    outputs = captured.user_outputs + (len(captured.mutated) if mutations else 0)
     return FxConverter(name).convert(
-        captured.graph_module.graph, captured.constants, captured.user_outputs
+        captured.graph_module.graph, captured.constants, outputs
     )
 
 
