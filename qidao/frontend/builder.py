@@ -867,6 +867,18 @@ class Graph:
         )
         return self.gather_elements(x, indices, axis), indices
 
+    def nonzero(self, x: Value) -> tuple[Value, Value]:
+        """The positions of the non-zero entries of ``x`` (rank >= 1), row-major:
+        an int64 ``[rank, numel(x)]`` tensor whose first ``count`` columns are the
+        positions and the rest 0 (``tg.nonzero_indices``), and ``count``, an int64
+        scalar (counted in float64: exact below 2^53 entries). A float entry is
+        non-zero when it is not ``±0.0`` (NaN is)."""
+        keys = self.cast(x, "float32") if x.dtype == "float16" else x
+        positions = self._emit("nonzero", lambda: tg.NonzeroIndicesOp(keys.ssa), keys)
+        mask = keys if keys.dtype == "bool" else self.not_equal(keys, 0)
+        count = self.reduce_sum(self.cast(mask, "float64"))
+        return positions, self.cast(count, "int64")
+
     # ---- reductions and nn ------------------------------------------------------
 
     def reduce_sum(

@@ -11,6 +11,9 @@ Every frontend error is a ``FrontendError``; catch that to handle them all.
 - ``ConstantRequiredError``: a node needs, at compile time, the value of a tensor
   that is computed at run time (a ``Reshape`` shape, reduce ``axes``, ``Pad``
   pads); ``qidao.frontend.onnx.specialize`` binds the graph inputs it comes from.
+- ``DataDependentShapeError``: a node's output size is data (``NonZero`` of a
+  runtime tensor); ``qidao.frontend.onnx.staged`` compiles the model in stages
+  around it.
 - ``MlirError``: a ``.mlir`` file or text that cannot be read (not UTF-8), parsed
   (a syntax error, nesting too deep) or verified; the message names the file.
 - ``WeightsError``: a weights file cannot be read (missing, truncated, a dtype qidao
@@ -58,10 +61,32 @@ class ConstantRequiredError(OnnxImportError):
     the value fixes a shape (``Resize`` scales, a ``OneHot`` depth), so a small
     float graph input it comes from may be bound too (``specialize.py``)."""
 
-    def __init__(self, message: str, names: list[str], shape: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        names: list[str],
+        shape: bool = False,
+        stage_at: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.names = tuple(names)
         self.shape = shape
+        self.stage_at = stage_at
+        """The first output of a main-graph node the staging may cut at when no
+        graph input can be bound to give the value (a ``Loop`` whose trip count
+        is data runs as a loop on the host: ``qidao.frontend.onnx.staged``)."""
+
+
+class DataDependentShapeError(OnnxImportError):
+    """A node whose output's size is data (``NonZero`` of a runtime tensor), which
+    one static-shape graph cannot hold. ``output`` names the node's first output
+    and ``op_type`` its op; the staging (``qidao.frontend.onnx.staged``) splits the
+    model there when the node is in its main graph."""
+
+    def __init__(self, message: str, output: str, op_type: str) -> None:
+        super().__init__(message)
+        self.output = output
+        self.op_type = op_type
 
 
 class MlirError(FrontendError):

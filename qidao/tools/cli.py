@@ -133,9 +133,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     if isinstance(compiled, Specialized):
         raise ValueError(
-            f"{args.model} is compiled at its first call, when the values of its "
-            f"integer input(s) {compiled.bound or ''} and the shapes of its dynamic "
-            "inputs are known; run it with `qidao run MODEL --inputs FILE.npz` "
+            f"{args.model} is compiled at its first call ({compiled.why()}); run it "
+            "with `qidao run MODEL --inputs FILE.npz` "
             f"(arrays named {', '.join(compiled.names)})"
         )
     text = compiled.ir(args.emit)
@@ -162,14 +161,17 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
 
     if args.inputs:
         return load_inputs(args.inputs, _input_names(compiled))
-    if isinstance(compiled, Specialized):
-        raise ValueError(
-            f"{args.model} is compiled at its first call: its integer input(s) "
-            f"{compiled.bound or ''} decide shapes, or its inputs have dynamic "
-            "dimensions, so random inputs cannot be made up; give them with --inputs "
-            f"FILE.npz (arrays named {', '.join(compiled.names)})"
-        )
     rng = np.random.default_rng(args.seed)
+    if isinstance(compiled, Specialized):
+        specs = compiled.static_inputs()
+        if specs is None:
+            raise ValueError(
+                f"{args.model} is compiled at its first call ({compiled.why()}), and "
+                "its inputs are not all float tensors of static shape, so random "
+                "inputs cannot be made up; give them with --inputs FILE.npz (arrays "
+                f"named {', '.join(compiled.names)})"
+            )
+        return [rng.standard_normal(shape).astype(dtype) for _, shape, dtype in specs]
     if args.model in EXAMPLES:
         return EXAMPLES[args.model].inputs(rng)
     matmul = matmul_example(args.model) if not Path(args.model).exists() else None
@@ -196,12 +198,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from qidao import Compiled
+    from qidao.frontend.onnx.specialize import Specialized
 
     compiled = _compile(args, profile=True, threads=args.threads, algo=args.algo)
     if not isinstance(compiled, Compiled):
+        why = compiled.why() if isinstance(compiled, Specialized) else "a wrapper"
         raise SystemExit(
-            f"qidao profile: {args.model} is compiled at its first call (integer "
-            "inputs or dynamic dimensions are bound then: qidao/frontend/onnx/specialize.py)"
+            f"qidao profile: {args.model} is compiled at its first call ({why}): "
+            "profile a model compiled ahead"
         )
     inputs = _inputs(args, compiled)
     print(

@@ -27,9 +27,9 @@ def tour(
     source = example.build() if example is not None else model
     compiled = qidao.compile(source, debug=debug)
     if not isinstance(compiled, Compiled):
+        why = getattr(compiled, "why", lambda: "a wrapper around programs")()
         raise SystemExit(
-            f"qidao tour: {model} is compiled at its first call (integer inputs or "
-            "dynamic dimensions are bound then: qidao/frontend/onnx/specialize.py); run it "
+            f"qidao tour: {model} is compiled at its first call ({why}); run it "
             "with inputs: qidao run MODEL --inputs in.npz"
         )
     summary = {s.name: s.summary for s in PIPELINES["cpu"]}

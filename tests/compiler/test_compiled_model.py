@@ -73,6 +73,41 @@ def test_a_model_with_dynamic_dimensions_compiles_per_shape() -> None:
     check_contract(compiled, "Specialized")  # ir and stats: the last call's program
 
 
+def test_a_model_with_a_size_that_is_data_compiles_in_stages() -> None:
+    """relu(x @ w) of the rows of ``x`` with a positive sum (``NonZero``): the
+    stage before, then the rest per count; the contract holds over both."""
+    model = onnx_model(2)
+    graph = model.graph
+    graph.node.insert(
+        0, helper.make_node("ReduceSum", ["x0", "one"], ["s"], keepdims=0)
+    )
+    graph.node.insert(1, helper.make_node("Greater", ["s", "zero"], ["pos"]))
+    graph.node.insert(2, helper.make_node("NonZero", ["pos"], ["rows2"]))
+    graph.node.insert(3, helper.make_node("Squeeze", ["rows2", "zero_i"], ["rows"]))
+    graph.node.insert(4, helper.make_node("Gather", ["x0", "rows"], ["x"], axis=0))
+    graph.input[0].CopyFrom(
+        helper.make_tensor_value_info("x0", TensorProto.FLOAT, [4, 3])
+    )
+    graph.output[0].CopyFrom(
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])
+    )
+    graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.array([1], np.int64), "one"),
+            numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+            numpy_helper.from_array(np.array([0], np.int64), "zero_i"),
+        ]
+    )
+    compiled = qidao.compile(model)
+    x0 = RNG.standard_normal((4, 3)).astype(np.float32)
+    x0[1] = np.abs(x0[1])  # at least one row kept
+    (y,) = compiled(x0)
+    x = x0[x0.sum(axis=1) > 0]
+    np.testing.assert_allclose(y, np.maximum(x @ W, 0), rtol=1e-5)
+    check_contract(compiled, "Specialized")
+    assert "// stage 2 of 2: the rest" in compiled.ir("tg")
+
+
 def test_held_parameters_with_grad() -> None:
     compiled = qidao.compile(onnx_model(2), grad=["w"])
     y, dw = compiled(X)

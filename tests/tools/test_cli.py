@@ -227,6 +227,35 @@ def test_run_and_compile_a_model_compiled_at_its_first_call(
         assert err.count("\n") == 1
 
 
+def test_run_makes_up_inputs_for_a_staged_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model compiled in stages (``NonZero`` of its data) with static float
+    inputs runs on random ones; its output is NumPy's on the same inputs."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("NonZero", ["x"], ["nz"]),
+            helper.make_node("Shape", ["nz"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2])],
+    )
+    path, out = tmp_path / "nz.onnx", tmp_path / "out.npz"
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path
+    )
+    assert main(["run", str(path), "--seed", "3", "--save", str(out)]) == 0
+    x = np.random.default_rng(3).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(np.load(out)["y"], [2, np.count_nonzero(x)])
+    capsys.readouterr()
+    assert main(["compile", str(path)]) == 2
+    assert "a size or trip count may be data (NonZero" in capsys.readouterr().err
+
+
 def test_bad_inputs_files_are_one_clear_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -236,7 +236,7 @@ def test_cli_table_csv_and_baseline(
         "--op",
         "Relu",
         "--op",
-        "Compress",
+        "Col2Im",
         "--op",
         "NonZero",
     ]
@@ -246,13 +246,17 @@ def test_cli_table_csv_and_baseline(
     cells = [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()]
     rows = {row[0]: row[1:] for row in cells}
     assert rows["Relu"] == ["1", "1", "0", "0", "0"]
-    assert rows["Compress"] == ["5", "0", "0", "5", "0", "op: Compress"]
-    assert rows["NonZero"] == ["1", "0", "0", "1", "0", "op: NonZero"]
-    assert rows["total"][:5] == ["8", "2", "0", "6", "0"]
+    assert rows["Col2Im"] == ["5", "0", "0", "5", "0", "op: Col2Im"]
+    assert rows["NonZero"] == ["1", "1", "0", "0", "0"]
+    assert rows["total"][:5] == ["8", "3", "0", "5", "0"]
     assert csv_path.read_text().startswith("op,case,status,reason,seconds\n")
     written = json.loads(baseline.read_text())
-    assert written["pass"] == {"Relu": 1, "Relu (expanded)": 1}
-    assert written["passing"] == ["test_relu", "test_relu_expanded_ver18"]
+    assert written["pass"] == {"NonZero": 1, "Relu": 1, "Relu (expanded)": 1}
+    assert written["passing"] == [
+        "test_nonzero_example",
+        "test_relu",
+        "test_relu_expanded_ver18",
+    ]
     assert main(["conformance", "onnx", "--op", "NoSuchOp"]) == 2
     assert "no ONNX node test cases for operator(s) NoSuchOp" in capsys.readouterr().err
 
@@ -260,15 +264,15 @@ def test_cli_table_csv_and_baseline(
 def test_cli_check_baseline_fails_on_a_lost_case(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A baseline that lists a case qidao does not pass (Compress is unsupported)
+    """A baseline that lists a case qidao does not pass (Col2Im is unsupported)
     makes ``--check-baseline`` exit with status 1, naming the case."""
     planted = tmp_path / "baseline.json"
-    lost = [case.name for _, case in node_cases(["Compress"])]
-    planted.write_text(json.dumps({"pass": {"Compress": len(lost)}, "passing": lost}))
-    argv = ["conformance", "onnx", "--op", "Compress", "--op", "Relu", "--per-op", "1"]
+    lost = [case.name for _, case in node_cases(["Col2Im"])]
+    planted.write_text(json.dumps({"pass": {"Col2Im": len(lost)}, "passing": lost}))
+    argv = ["conformance", "onnx", "--op", "Col2Im", "--op", "Relu", "--per-op", "1"]
     assert main([*argv, "--check-baseline", str(planted)]) == 1
     out = capsys.readouterr().out
-    assert f"Compress: {lost[0]} (unsupported: op: Compress)" in out
+    assert f"Col2Im: {lost[0]} (unsupported: op: Col2Im)" in out
     assert "passing now, not in the baseline" in out and "Relu: test_relu" in out
     assert "1 passing cases checked, 1 no longer pass" in out
     assert main([*argv, "--check-baseline", str(BASELINE)]) == 0

@@ -120,11 +120,11 @@ def explain(
     log = IRLog()
     compiled = compile(model, debug=PrintIR(log=log), profile=runs > 0, **options)
     if not isinstance(compiled, Compiled):
+        why = getattr(compiled, "why", lambda: "not a plain model")()
         raise UnsupportedError(
-            f"explain: {name} is compiled at its first call (integer inputs or "
-            "dynamic dimensions are bound then: qidao/frontend/onnx/specialize.py), or "
-            f"is not a plain model ({type(compiled).__name__}); explain a model "
-            "with static shapes"
+            f"explain: {name} is compiled at its first call or wrapped "
+            f"({type(compiled).__name__}: {why}); explain a model with static "
+            "shapes"
         )
     affine = compiled.module("affine")
     launches = host_launches(affine)

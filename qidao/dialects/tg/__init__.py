@@ -86,6 +86,7 @@ from qidao.dialects.tg.nn import (
     Pool2dOp,
     SoftmaxOp,
 )
+from qidao.dialects.tg.nonzero import NonzeroIndicesOp
 from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import (
     ReduceMaxOp,
@@ -194,6 +195,7 @@ TG = Dialect(
         MinOp,
         MulOp,
         NegOp,
+        NonzeroIndicesOp,
         NotEqualOp,
         PadOp,
         PowOp,
@@ -294,6 +296,7 @@ __all__ = [
     "MinOp",
     "MulOp",
     "NegOp",
+    "NonzeroIndicesOp",
     "NotEqualOp",
     "PadOp",
     "Pool2dOp",

@@ -98,6 +98,7 @@ from qidao.dialects.tg.layout_ops import (
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp, unpack_panels
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp, matmul_integer_reference
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
+from qidao.dialects.tg.nonzero import NonzeroIndicesOp
 from qidao.dialects.tg.pad import PadOp
 from qidao.dialects.tg.reduce import (
     ReduceMaxOp,
@@ -532,6 +533,15 @@ def _top_k_indices(op: Operation, xs: list[Array]) -> list[Array]:
     return [order.astype(np.int64)]
 
 
+def _nonzero_indices(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, NonzeroIndicesOp)
+    x = xs[0]
+    out = np.zeros(shape_of(op.result.type), np.int64)
+    positions = np.stack(np.nonzero(x)) if x.ndim else np.zeros((0, 0), np.int64)
+    out[:, : positions.shape[1]] = positions
+    return [out]
+
+
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, MatmulOp)
     n = op.rhs_matrix_shape()[-1]
@@ -777,6 +787,7 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     CumsumOp: _cumulative,
     CumprodOp: _cumulative,
     TopKIndicesOp: _top_k_indices,
+    NonzeroIndicesOp: _nonzero_indices,
 }
 """Every tg op's NumPy semantics, in one table: they share this module's precision
 rule and helpers, and the oracle stays apart from the op definitions. The

@@ -108,6 +108,7 @@ from qidao.frontend.onnx import (  # noqa: F401
     linalg,
     logic,
     nn,
+    nonzero,
     norm,
     quantize,
     recurrent,

@@ -16,13 +16,16 @@ body) sees the same renaming for the names it reads from this one.
   the branch not taken). The two branches' outputs must then have the same shape
   and dtype; otherwise the output shape is data, which tg cannot express, and the
   node is refused, naming the output.
-- ``Loop``: the trip count ``M`` and the initial condition must be compile-time
+- ``Loop``: when the trip count ``M`` and the initial condition are compile-time
   values (a trip count read from an integer graph input is bound by the
-  specialization: ``specialize.py``); the body is inlined once per iteration (the
-  loop is unrolled) while the condition the body returns stays true, and that
-  condition must fold at compile time in every iteration (a loop that ends on a
-  computed value has a data-dependent trip count: refused). Loop-carried values
-  pass from one iteration to the next; scan outputs are stacked on a new axis 0.
+  specialization: ``specialize.py``) and the condition the body returns folds in
+  every iteration, the body is inlined once per iteration (the loop is unrolled)
+  while that condition stays true. Loop-carried values pass from one iteration to
+  the next; scan outputs are stacked on a new axis 0. Otherwise the trip count is
+  data: the converter raises ``ConstantRequiredError`` with ``stage_at``, and when
+  no graph input can be bound to fold it, a ``Loop`` of the main graph runs as a
+  loop on the host over its body compiled as a program of its own
+  (``staged.py``, ``staged_loop.py``).
 - ``Scan``: the sequence length is a static dimension of the scan inputs; the body
   is inlined once per step with the state variables and the step's slice of each
   scan input (``scan_input_axes``, ``scan_input_directions``), and the scan outputs
@@ -30,8 +33,10 @@ body) sees the same renaming for the names it reads from this one.
   of 1).
 
 Unrolling keeps every kernel of the body visible to the graph passes (fusion,
-constant folding, memory planning) at the price of graph size, so an iteration
-count past ``MAX_ITERATIONS`` is refused with the count. Sequence and optional
+constant folding, memory planning) at the price of graph size, so a ``Loop`` of
+the main graph with more than ``MAX_ITERATIONS`` iterations runs on the host too
+(``DataDependentShapeError``); a ``Scan`` or a nested ``Loop`` that long is
+refused with the count. Sequence and optional
 values (``test_loop13_seq``) stay unsupported: tg has tensors only.
 """
 
@@ -45,7 +50,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from qidao.frontend.builder import Value
-from qidao.frontend.errors import ConstantRequiredError
+from qidao.frontend.errors import ConstantRequiredError, DataDependentShapeError
 from qidao.frontend.onnx import subgraphs
 from qidao.frontend.onnx.importer import Array, Importer, converter
 from qidao.frontend.onnx.load import node_label
@@ -202,8 +207,12 @@ def _if(im: Importer, node: Node) -> list[Entry]:
 @converter("Loop")
 def _loop(im: Importer, node: Node) -> list[Entry]:
     body = node.attr("body")
-    trip = _compile_time(im, node, 0, "trip count M", shape=True)  # scan lengths
-    condition = _compile_time(im, node, 1, "condition")
+    stage_at = str(node.proto.output[0]) if node.proto.output else None
+    try:
+        trip = _compile_time(im, node, 0, "trip count M", shape=True)  # scan lengths
+        condition = _compile_time(im, node, 1, "condition")
+    except ConstantRequiredError as e:  # unless bound: a loop on the host
+        raise ConstantRequiredError(str(e), list(e.names), e.shape, stage_at) from None
     carried = [_entry(im, node, n) for n in node.inputs[2:]]
     n_scan = len(body.output) - 1 - len(carried)
     limit = int(np.asarray(trip).reshape(-1)[0]) if trip is not None else None
@@ -212,6 +221,14 @@ def _loop(im: Importer, node: Node) -> list[Entry]:
     )
     if limit is None and condition is None:
         raise node.error("an infinite loop (no trip count M and no condition)")
+    if limit is not None and limit > MAX_ITERATIONS and stage_at is not None:
+        raise DataDependentShapeError(
+            f"{node.label}: its trip count {limit} is more than qidao unrolls "
+            f"({MAX_ITERATIONS} iterations); a Loop of the main graph runs as a loop "
+            "on the host (qidao.frontend.onnx.staged)",
+            stage_at,
+            "Loop",
+        )
     if limit is not None:
         _check_count(node, limit, "the trip count")
     scanned: list[list[Entry]] = [[] for _ in range(n_scan)]
@@ -219,14 +236,23 @@ def _loop(im: Importer, node: Node) -> list[Entry]:
     while keep_going and (limit is None or i < limit):
         _check_count(node, i + 1, "the iteration count")
         bound = [np.array(i, np.int64), np.array(keep_going), *carried]
-        results = inline(im, node, body, bound, f"body.{i}")
+        try:
+            results = inline(im, node, body, bound, f"body.{i}")
+        except ConstantRequiredError as e:  # the body needs a value: unless bound,
+            if e.stage_at is not None:  # a loop on the host compiles it per value
+                raise
+            raise ConstantRequiredError(
+                str(e), list(e.names), e.shape, stage_at
+            ) from None
         going = results[0]
         if not isinstance(going, np.ndarray):
             raise ConstantRequiredError(
                 f"{node.label}: the loop condition its body returns is computed from "
                 "runtime tensors, so the trip count is data; qidao unrolls a Loop "
-                "whose condition folds at compile time",
+                "whose condition folds at compile time, and runs any other Loop of "
+                "the main graph as a loop on the host (qidao.frontend.onnx.staged)",
                 [n for n in node.inputs if n and isinstance(im.env.get(n), Value)],
+                stage_at=stage_at,
             )
         keep_going = bool(going.reshape(-1)[0])
         carried = list(results[1 : 1 + len(carried)])

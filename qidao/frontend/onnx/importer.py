@@ -70,6 +70,15 @@ FOLDERS: dict[str, Folder] = {}
 ``@folder``."""
 
 
+STAGING_DOMAIN = "qidao.staging"
+"""The domain of the nodes ``qidao.frontend.onnx.staged`` puts where it cuts a model
+(a ``NonZero`` with its bounded positions and count as outputs)."""
+
+STAGING_CONVERTERS: dict[str, Converter] = {}
+"""Op type of the ``STAGING_DOMAIN`` -> its converter (the modules that raise
+``DataDependentShapeError`` fill it)."""
+
+
 def converter(*op_types: str) -> Callable[[Converter], Converter]:
     """Register a function as the converter of ONNX ``op_types`` (default domain)."""
 
@@ -108,17 +117,43 @@ def import_onnx(
     shape, axes or pads input folds like a constant) and leaves the tg signature.
     That is the hook of ``qidao.frontend.onnx.specialize``.
     """
+    return Importer(prepare(model, input_shapes, constants)).run()
+
+
+def import_folded(model: Any) -> tuple[ModuleOp | None, dict[str, Array]]:
+    """Import ``model`` (static shapes) as ``import_onnx`` does, but with only the
+    graph outputs that do not fold at import as the module's outputs; the values
+    of the others come back apart (the hook of ``qidao.frontend.onnx.staged``).
+    The module is None when every output folds."""
+    im = Importer(prepare(model))
+    im.walk()
+    folded: dict[str, Array] = {}
+    for graph_output in im.proto.graph.output:
+        entry = im.env.get(graph_output.name)
+        if isinstance(entry, np.ndarray):
+            folded[str(graph_output.name)] = entry
+    kept = [o for o in im.proto.graph.output if str(o.name) not in folded]
+    return (im.module_of(kept) if kept else None), folded
+
+
+def prepare(
+    model: Any,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, Array] | None = None,
+) -> Any:
+    """``model`` loaded, checked for unsupported ops, rewritten where the import
+    needs it, with ``constants`` and ``input_shapes`` applied and shapes inferred."""
     proto = load_model(model)
     # constant-only ops pass this scan: which inputs fold is known only during the walk;
     # an op without either passes when its function body does (functions.py)
     supported = CONVERTERS.keys() | FOLDERS.keys()
-    functions.check_supported(proto, supported | registered_names())  # + custom ops
+    staging = {f"{STAGING_DOMAIN}::{t}" for t in STAGING_CONVERTERS}
+    functions.check_supported(proto, supported | registered_names() | staging)
     proto = functions.with_default_attributes(proto, supported)
     proto = fuse_qdq_convs(proto)  # int8 kernels for QDQ units, as ONNX Runtime
     proto = with_constants(proto, constants or {})
     proto = with_input_shapes(proto, input_shapes or {})
-    proto = infer_shapes(proto)
-    return Importer(proto).run()
+    return infer_shapes(proto)
 
 
 def with_constants(proto: Any, constants: Mapping[str, Array]) -> Any:
@@ -174,9 +209,12 @@ class Importer:
     def run(self) -> ModuleOp:
         """Walk the nodes, then return the verified tg module of the graph outputs."""
         self.walk()
-        graph = self.proto.graph
+        return self.module_of(list(self.proto.graph.output))
+
+    def module_of(self, graph_outputs: Sequence[Any]) -> ModuleOp:
+        """The verified tg module returning ``graph_outputs`` (after the walk)."""
         outputs: list[Value] = []
-        for graph_output in graph.output:
+        for graph_output in graph_outputs:
             declared = graph_dtype(graph_output, "output")
             value = self.value(graph_output.name)
             if value.dtype != declared:
@@ -185,7 +223,7 @@ class Importer:
                     f"'{graph_output.name}', but the model declares {declared}"
                 )
             outputs.append(value)
-        self.graph.output(*outputs, names=[o.name for o in graph.output])
+        self.graph.output(*outputs, names=[o.name for o in graph_outputs])
         try:
             return self.graph.module()
         except GraphError as e:
@@ -264,6 +302,8 @@ class Importer:
         a folder, ONNX's reference when they are small: ``fold_reference``), else its
         converter; a constant-only op with a runtime input is an error. A node of
         another domain is a custom op (``qidao.custom_op``)."""
+        if node.proto.domain == STAGING_DOMAIN:
+            return STAGING_CONVERTERS[node.op_type](self, node)
         if node.proto.domain not in functions.DEFAULT_DOMAINS:
             return self._custom(node)
         fold = FOLDERS.get(node.op_type)

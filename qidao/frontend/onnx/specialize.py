@@ -58,8 +58,13 @@ import onnx
 from onnx import TensorProto, helper
 
 from qidao.errors import ArgumentError, QidaoError
-from qidao.frontend.errors import ConstantRequiredError, FrontendError
+from qidao.frontend.errors import (
+    ConstantRequiredError,
+    DataDependentShapeError,
+    FrontendError,
+)
 from qidao.frontend.onnx import subgraphs
+from qidao.frontend.onnx.staged import DATA_DEPENDENT_OPS, Staged
 
 
 class Program(Protocol):
@@ -201,21 +206,29 @@ def inputs_to_bind(
             attempt(bound)
             return bound
         except ConstantRequiredError as e:
-            bindable = bindable_inputs(proto, e.shape)
-            more = [
-                n
-                for n in needed_inputs(proto, e.names)
-                if n in bindable and n not in bound
-            ]
+            more = more_to_bind(proto, e, bound)
             if not more:
                 raise
             bound += more
 
 
+def more_to_bind(
+    proto: onnx.ModelProto, error: ConstantRequiredError, bound: Sequence[str]
+) -> list[str]:
+    """The bindable graph inputs, not in ``bound`` yet, that the tensors ``error``
+    names are computed from."""
+    bindable = bindable_inputs(proto, error.shape)
+    return [
+        n for n in needed_inputs(proto, error.names) if n in bindable and n not in bound
+    ]
+
+
 def needs_specialization(proto: onnx.ModelProto) -> bool:
     """Whether a graph input is an integer or bool tensor or a small float one (its
-    value may be needed) or has a dynamic dimension."""
-    return bool(bindable_inputs(proto)) or has_dynamic_inputs(proto)
+    value may be needed) or has a dynamic dimension, or the main graph has a node
+    whose output size may be data (``staged.DATA_DEPENDENT_OPS``)."""
+    staged = any(n.op_type in DATA_DEPENDENT_OPS for n in proto.graph.node)
+    return bool(bindable_inputs(proto)) or has_dynamic_inputs(proto) or staged
 
 
 def specialized(
@@ -238,10 +251,13 @@ def specialized(
     try:
         import_onnx(proto)  # every input at run time
     except ConstantRequiredError as e:
-        bindable = bindable_inputs(proto, e.shape)
-        needed = [n for n in needed_inputs(proto, e.names) if n in bindable]
+        needed = more_to_bind(proto, e, [])
+        if not needed and e.stage_at is not None:  # a loop on the host (staged.py)
+            return Specialized(proto, compile_module)
         # nothing to bind: compiling reports the error
         return Specialized(proto, compile_module, needed) if needed else None
+    except DataDependentShapeError:  # compiled in stages (staged.py)
+        return Specialized(proto, compile_module)
     except FrontendError:  # the conservative choice: bind every integer input
         integers = [
             str(i.name)
@@ -337,8 +353,11 @@ class Specialized:
         """Import with the bound inputs' values (binding more if the import needs
         them; then the cache, keyed without them, starts over) and compile."""
         from qidao.frontend.onnx import import_onnx
+        from qidao.frontend.onnx.importer import with_constants
+        from qidao.frontend.onnx.load import with_input_shapes
 
         imported: list[Any] = []
+        staged: list[Any] = []  # (the model, bound and shaped; the cut's output)
 
         def attempt(bound: list[str]) -> None:
             values = dict(zip(self.names, arrays, strict=True))
@@ -350,25 +369,76 @@ class Specialized:
                 for i in self.graph_inputs
                 if str(i.name) not in bound and not _is_static(i)
             }
-            imported[:] = [
-                import_onnx(self.proto, input_shapes=shapes, constants=constants)
-            ]
+            try:
+                imported[:] = [
+                    import_onnx(self.proto, input_shapes=shapes, constants=constants)
+                ]
+                staged.clear()
+            except DataDependentShapeError as e:  # what comes before it imported
+                fixed = with_input_shapes(with_constants(self.proto, constants), shapes)
+                staged[:] = [fixed, e.output]
+            except ConstantRequiredError as e:  # a Loop: bind what folds it, else
+                if e.stage_at is None or more_to_bind(self.proto, e, bound):
+                    raise  # (inputs_to_bind binds it)
+                fixed = with_input_shapes(with_constants(self.proto, constants), shapes)
+                staged[:] = [fixed, e.stage_at]  # run it on the host
 
         bound = inputs_to_bind(self.proto, self.bound, attempt)
         if bound != self.bound:
             self.bound = bound
             self.cache.clear()
         self.compiles += 1
+        if staged:
+
+            def per_call(rest: onnx.ModelProto) -> Specialized:
+                return Specialized(rest, self._compile_module)
+
+            return Staged(staged[0], staged[1], self._compile_module, per_call)
         return self._compile_module(imported[0])
+
+    def why(self) -> str:
+        """Why the model is compiled per call, in words."""
+        reasons = []
+        if self.bound:
+            reasons.append(f"the values of its input(s) {self.bound} decide shapes")
+        if has_dynamic_inputs(self.proto):
+            reasons.append("its inputs have dynamic dimensions")
+        cut = sorted({n.op_type for n in self.proto.graph.node} & DATA_DEPENDENT_OPS)
+        if cut:
+            reasons.append(
+                f"a size or trip count may be data ({', '.join(cut)}: compiled in "
+                "stages, qidao/frontend/onnx/staged.py)"
+            )
+        return "; ".join(reasons) or "its integer inputs may decide shapes"
+
+    def static_inputs(self) -> list[tuple[str, tuple[int, ...], str]] | None:
+        """(name, shape, dtype) of every input when all are float tensors of static
+        shape (random ones can then be made up), else None."""
+        specs = []
+        for graph_input in self.graph_inputs:
+            if (
+                not _is_static(graph_input)
+                or _elem_type(graph_input) not in _FLOAT_TYPES
+            ):
+                return None
+            dims = graph_input.type.tensor_type.shape.dim
+            dtype = helper.tensor_dtype_to_np_dtype(_elem_type(graph_input))
+            specs.append(
+                (
+                    str(graph_input.name),
+                    tuple(d.dim_value for d in dims),
+                    np.dtype(dtype).name,
+                )
+            )
+        return specs
 
     @property
     def latest(self) -> Program:
         """The specialization the last call ran."""
         if self._latest is None:
             raise NotCompiledYetError(
-                "this model is compiled at its first call (it specializes on the "
-                f"values of {self.bound or 'no'} integer or scale input(s) and on dynamic "
-                "input shapes); call it first"
+                f"this model is compiled at its first call ({self.why()}); call it "
+                "first"
             )
         return self._latest
 

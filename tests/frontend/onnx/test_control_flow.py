@@ -12,6 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 import qidao
 from qidao.frontend.onnx import control_flow, import_onnx
 from qidao.frontend.onnx.specialize import Specialized
+from qidao.frontend.onnx.staged import Staged
+from qidao.frontend.onnx.staged_loop import LoopStep
 
 ort = pytest.importorskip("onnxruntime", reason="ONNX Runtime is the oracle")
 
@@ -156,33 +158,68 @@ def test_loop_trip_count_from_an_integer_input_is_bound_per_value() -> None:
         assert got[1].shape == (trip, 3)
 
 
-def test_a_loop_that_ends_on_a_computed_condition_is_refused() -> None:
+def test_a_loop_that_ends_on_a_computed_condition_runs_on_the_host() -> None:
+    """``while sum(acc) < 10: acc = acc + acc``: the trip count is data, so the
+    loop runs on the host over its body compiled once (``staged_loop.py``)."""
     body = helper.make_graph(
         [
             helper.make_node("ReduceSum", ["acc_in"], ["total"], keepdims=0),
-            helper.make_node("Less", ["total", "ten"], ["cond_out"]),
             helper.make_node("Add", ["acc_in", "acc_in"], ["acc_out"]),
+            helper.make_node("ReduceSum", ["acc_out"], ["next"], keepdims=0),
+            helper.make_node("Less", ["next", "ten"], ["cond_out"]),
+            helper.make_node("Identity", ["total"], ["seen"]),
         ],
         "body",
         [_info("i", I64, []), _info("cond_in", B, []), _info("acc_in", F, [3])],
-        [_info("cond_out", B, []), _info("acc_out", F, [3])],
+        [_info("cond_out", B, []), _info("acc_out", F, [3]), _info("seen", F, [])],
         [numpy_helper.from_array(np.array(10.0, np.float32), "ten")],
     )
-    node = helper.make_node("Loop", ["", "go", "x"], ["final"], body=body)
+    node = helper.make_node("Loop", ["", "go", "x"], ["final", "sums"], body=body)
     model = _model(
-        [node],
+        [node, helper.make_node("Shape", ["sums"], ["count"])],
         [_info("x", F, [3])],
-        [_info("final", F, [3])],
+        [_info("final", F, [3]), _info("sums", F, [None]), _info("count", I64, [1])],
         [numpy_helper.from_array(np.array(True), "go")],
     )
     with pytest.raises(qidao.QidaoError, match="the trip count is data"):
-        qidao.compile(model)
+        import_onnx(model)  # alone, the import cannot unroll it
+    for x in ([0.5, 0.25, 0.25], [3.0, 3.0, 3.0], [0.01, 0.0, 0.0]):
+        compiled = _check(model, {"x": np.array(x, np.float32)})
+    staged = compiled.latest
+    assert isinstance(staged, Staged) and isinstance(staged.step, LoopStep)
+    assert staged.step.iterations == 10  # 0.01 doubles 10 times to reach 10
+    assert staged.step.program.compiles == 1  # one body program for every iteration
 
 
-def test_a_loop_past_the_unroll_limit_is_refused() -> None:
+def test_a_loop_with_a_computed_trip_count_runs_on_the_host() -> None:
+    """``M`` computed from the data (a float input too large to bind: no graph
+    input to bind) runs on the host, with the iteration number, an outer read and
+    a scan output."""
+    model = _loop_model(False)
+    model.graph.initializer.pop()  # M = ceil(sum(w)) now
+    model.graph.input.append(_info("w", F, [100]))
+    model.graph.node.insert(0, helper.make_node("Cast", ["msum"], ["M"], to=I64))
+    model.graph.node.insert(0, helper.make_node("Ceil", ["wsum"], ["msum"]))
+    model.graph.node.insert(
+        0, helper.make_node("ReduceSum", ["w"], ["wsum"], keepdims=0)
+    )
+    x = RNG.standard_normal(3).astype(np.float32)
+    for total in (3.0, 5.5):
+        w = np.zeros(100, np.float32)
+        w[7] = total
+        _check(model, {"x": x, "w": w})
+    final, stacked = qidao.compile(model)(x, np.zeros(100, np.float32))
+    np.testing.assert_array_equal(final, x)  # no iteration: the initial value
+    assert stacked.shape == (0, 3) and stacked.dtype == np.float32
+
+
+def test_a_loop_past_the_unroll_limit_runs_on_the_host() -> None:
     model = _loop_model(False, trip=control_flow.MAX_ITERATIONS + 1)
     with pytest.raises(qidao.QidaoError, match="more than qidao unrolls"):
         import_onnx(model)
+    x = RNG.standard_normal(3).astype(np.float32)
+    compiled = _check(model, {"x": x})
+    assert compiled.latest.step.iterations == control_flow.MAX_ITERATIONS + 1
 
 
 @pytest.mark.parametrize(("direction", "out_axis"), [(0, 0), (1, 1), (1, -1)])

@@ -412,6 +412,20 @@ FOLD_CASES: list[tuple[str, Any, dict[str, Array], int]] = [
         },
         21,
     ),
+    ("NonZero", node("NonZero", ["x"]), {"x": np.array([[0, 1.5], [-2, 0]])}, 17),
+    ("NonZero-bool", node("NonZero", ["x"]), {"x": BOOLS_A}, 17),
+    (
+        "Compress-axis",
+        node("Compress", ["x", "c"], axis=1),
+        {"x": rand(2, 3), "c": np.array([True, False])},
+        17,
+    ),
+    (
+        "Compress-flat",
+        node("Compress", ["x", "c"]),
+        {"x": rand(2, 3), "c": np.array([False, True, True, False, True])},
+        17,
+    ),
 ]
 
 

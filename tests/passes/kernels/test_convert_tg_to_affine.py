@@ -113,6 +113,13 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         # per row: the k slots set to 0, then every entry walks the slots
         [["i0", "p_init", "i1", "p"]],
     ),
+    "tg.nonzero_indices": (
+        f"%a: {T}",
+        f"%r = tg.nonzero_indices %a : {T} -> tensor<2x6xi64>",
+        "%r : tensor<2x6xi64>",
+        # the columns zero-filled, then one walk of the entries with the count
+        [["d", "c", "i0", "i1"]],
+    ),
     "tg.reduce_prod": (
         "%x: tensor<2x3x4xf32>",
         "%r = tg.reduce_prod %x axes = [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>",

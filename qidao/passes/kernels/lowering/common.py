@@ -227,9 +227,9 @@ class Emitter:
 
     def constant(self, value: float | int, t: Attribute) -> SSAValue:
         """``arith.constant value : t``, emitted once per kernel at its top (an
-        integer type takes an int: 0 or 1 for i1)."""
+        integer or index type takes an int: 0 or 1 for i1)."""
         attr: Attribute
-        if isinstance(t, IntegerType):
+        if isinstance(t, IntegerType | IndexType):
             key: tuple[bytes, Attribute] = (str(int(value)).encode(), t)
             attr = IntegerAttr(int(value), t)
         else:

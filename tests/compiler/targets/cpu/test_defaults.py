@@ -62,6 +62,7 @@ OTHER = (
     "tg.cumprod",
     "tg.cumsum",
     "tg.grid_sample",
+    "tg.nonzero_indices",
     "tg.scatter_elements",
     "tg.scatter_nd",
     "tg.top_k_indices",

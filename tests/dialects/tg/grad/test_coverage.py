@@ -41,6 +41,8 @@ NO_RULE = {
     # i64 positions: TopK's values are a tg.gather_elements of the input by them,
     # whose rule carries the gradient (test_sort.py)
     "tg.top_k_indices",
+    # i64 positions of the non-zero entries: a position has no gradient
+    "tg.nonzero_indices",
     "tg.constant",  # no operands: nothing to pass a gradient to
     "tg.yield",  # terminators of tg.fused / tg.custom regions
     "tg.custom_yield",
