@@ -117,6 +117,7 @@ from qidao.frontend.onnx import (  # noqa: F401
     scatter,
     shape,
     signal,
+    unique,
 )
 from qidao.frontend.onnx.importer import (
     CONVERTERS,

@@ -4,13 +4,15 @@ makes them so.
 tg has static shapes, but some ONNX nodes give a tensor whose size is known only
 when the model runs: ``NonZero`` of a runtime tensor (``[rank, count]``
 positions: a mixture-of-experts router's ``torch.where(mask)``, Longformer's
-global-attention positions), ``Compress`` by a runtime condition, and a
-``Loop`` whose trip count is data. Such a model compiles as programs around the
+global-attention positions), ``Compress`` by a runtime condition, ``Unique`` of a
+runtime tensor, and a ``Loop`` whose trip count is data. Such a model compiles as programs around the
 node, the way a JIT compiles the code after a data-dependent shape again for the
 size it meets:
 
 1. **The stage before** is the model's nodes up to the cut. For ``NonZero`` (and
-   ``Compress``, by its condition) the node is replaced by its bounded form:
+   ``Compress``, by its condition; ``Unique``, taken apart around the
+   ``NonZero`` of where its runs of equal values start: ``unique.py``) the node
+   is replaced by its bounded form:
    positions in ``[rank, numel]`` (the upper bound: every entry non-zero) and a
    ``count`` (``tg.nonzero_indices``, ``nonzero.py``). Its outputs are those and
    every tensor it computes that the node or the rest reads (or that is a model
@@ -50,6 +52,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from qidao.errors import ArgumentError
 from qidao.frontend.errors import OnnxImportError
+from qidao.frontend.onnx import unique
 from qidao.frontend.onnx.importer import STAGING_DOMAIN
 from qidao.frontend.onnx.load import node_label
 from qidao.frontend.onnx.staged_loop import LoopStep
@@ -62,11 +65,12 @@ from qidao.frontend.onnx.staged_models import (
     names_read,
     rank_of,
     runtime_inputs,
+    shape_of,
     typed_info,
     types,
 )
 
-DATA_DEPENDENT_OPS = frozenset({"NonZero", "Compress", "Loop"})
+DATA_DEPENDENT_OPS = frozenset({"NonZero", "Compress", "Unique", "Loop"})
 """ONNX op types that may make a size data: a model with one in its main graph is
 imported at its first call, and cut where one does."""
 
@@ -163,14 +167,21 @@ class NonzeroStep:
 
 def _nonzero_step(
     node: onnx.NodeProto, label: str, typed: dict[str, onnx.ValueInfoProto]
-) -> NonzeroStep:
-    """``NonZero``: its input and output, no prologue. ``Compress``: its
+) -> tuple[NonzeroStep, list[onnx.NodeProto]]:
+    """The step of a cut at ``node`` and the nodes the stage before runs in place
+    of it. ``NonZero``: its input and output, no node. ``Compress``: its
     condition, and a ``Gather`` of the input (flattened without ``axis``) by the
-    positions."""
+    positions. ``Unique``: taken apart around a ``NonZero`` (``unique.py``)."""
     output = str(node.output[0])
+    if node.op_type == "Unique":
+        shape = shape_of(typed, str(node.input[0]))
+        taken = unique.parts(node, shape)
+        cut_at = f"{taken.starts}:bounded"
+        step = NonzeroStep(label, taken.first, taken.starts, 1, cut_at, taken.after)
+        return step, taken.before
     if node.op_type == "NonZero":
         source = str(node.input[0])
-        return NonzeroStep(label, source, output, rank_of(typed, source), output)
+        return NonzeroStep(label, source, output, rank_of(typed, source), output), []
     assert node.op_type == "Compress", node.op_type
     positions = f"{output}:selected"
     flat = helper.make_tensor(f"{output}:flat", TensorProto.INT64, [1], [-1])
@@ -186,7 +197,7 @@ def _nonzero_step(
     nodes.append(
         helper.make_node("Gather", [data, f"{output}:indices"], [output], axis=axis)
     )
-    return NonzeroStep(label, str(node.input[1]), positions, 1, output, nodes)
+    return NonzeroStep(label, str(node.input[1]), positions, 1, output, nodes), []
 
 
 @dataclass(frozen=True)
@@ -225,12 +236,21 @@ def cut(proto: onnx.ModelProto, output: str) -> Cut:
     label = f"{node.op_type} node '{node_label(node, at)}'"
     typed = types(proto)
     step: Step
+    instead: list[onnx.NodeProto] = []
     if node.op_type == "Loop":
         step = LoopStep.of(proto, node, label, typed)
     else:
-        step = _nonzero_step(node, label, typed)
-    before = list(graph.node[:at])
+        nonzero, instead = _nonzero_step(node, label, typed)
+        step = nonzero
+    before = [*graph.node[:at], *instead]
     after = [*step.prologue, *graph.node[at + 1 :]]
+    if instead:  # the types of the values the node was taken apart into
+        whole = onnx.ModelProto()
+        whole.CopyFrom(proto)
+        del whole.graph.node[:]
+        taken = helper.make_node("NonZero", [nonzero.source], [nonzero.positions])
+        whole.graph.node.extend([*before, taken, *after])
+        typed = types(whole)
     outputs = tuple(str(o.name) for o in graph.output)
     read_later = names_read(after) | set(outputs) | step.reads
     produced = [str(o) for n in before for o in n.output if o]

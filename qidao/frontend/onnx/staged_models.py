@@ -72,6 +72,15 @@ def typed_info(
     return helper.make_tensor_value_info(name, elem_type, shape)
 
 
+def shape_of(typed: dict[str, onnx.ValueInfoProto], name: str) -> tuple[int, ...]:
+    """The static shape ONNX's shape inference gives ``name``."""
+    info = typed.get(name)
+    dims = list(info.type.tensor_type.shape.dim) if info is not None else []
+    if info is None or not all(d.HasField("dim_value") for d in dims):
+        raise OnnxImportError(f"the tensor '{name}' has no inferred static shape")
+    return tuple(int(d.dim_value) for d in dims)
+
+
 def rank_of(typed: dict[str, onnx.ValueInfoProto], name: str) -> int:
     info = typed.get(name)
     if info is None or not info.type.tensor_type.HasField("shape"):

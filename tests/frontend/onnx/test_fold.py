@@ -420,6 +420,13 @@ FOLD_CASES: list[tuple[str, Any, dict[str, Array], int]] = [
         {"x": rand(2, 3), "c": np.array([True, False])},
         17,
     ),
+    ("Unique", node("Unique", ["x"]), {"x": i64(3, 1, 3, 2, 1)}, 17),
+    (
+        "Unique-axis",
+        node("Unique", ["x"], axis=0),
+        {"x": np.array([[2.0, 1.0], [0.0, 1.0], [2.0, 1.0]])},
+        17,
+    ),
     (
         "Compress-flat",
         node("Compress", ["x", "c"]),

@@ -274,3 +274,80 @@ def test_compress_with_a_condition_longer_than_the_axis_is_refused() -> None:
     )
     with pytest.raises(OnnxImportError, match="5 entries, more than the 3"):
         qidao.compile(model)(np.ones((3, 4), np.float32), np.ones(5, bool))
+
+
+def _unique_model(shape: list[int], elem_type: int, **attrs: Any) -> onnx.ModelProto:
+    rank = len(shape)
+    y_rank = 1 if "axis" not in attrs else rank
+    return _model(
+        [
+            helper.make_node(
+                "Unique", ["x"], ["y", "indices", "inverse", "counts"], **attrs
+            ),
+            helper.make_node("Shape", ["y"], ["y_shape"]),
+        ],
+        [helper.make_tensor_value_info("x", elem_type, shape)],
+        [
+            _out("y", elem_type, [None] * y_rank),
+            _out("indices", T.INT64, [None]),
+            _out("inverse", T.INT64, [None]),
+            _out("counts", T.INT64, [None]),
+            _out("y_shape", T.INT64, [y_rank]),
+        ],
+    )
+
+
+@pytest.mark.parametrize("sort", [1, 0])
+@pytest.mark.parametrize(
+    ("shape", "axis"), [([10], None), ([3, 4], None), ([5, 3], 0), ([2, 6], -1)]
+)
+def test_unique_of_a_runtime_tensor_matches_ort(
+    shape: list[int], axis: int | None, sort: int
+) -> None:
+    attrs: dict[str, int] = {"sorted": sort}
+    if axis is not None:
+        attrs["axis"] = axis
+    model = _unique_model(shape, T.FLOAT, **attrs)
+    rng = np.random.default_rng(3)
+    for high in (3, 1, 100):  # repeats; one value; (almost) all distinct
+        x = rng.integers(0, high, shape).astype(np.float32)
+        if axis is not None:  # every slice twice: equal slices to merge
+            x = np.concatenate([x, x], axis=axis)
+            model = _unique_model(list(x.shape), T.FLOAT, **attrs)
+        _check(model, x)
+
+
+def test_unique_of_integers_counts_each_value_once() -> None:
+    model = _unique_model([8], T.INT64)
+    x = np.array([5, -1, 5, 7, -1, 5, 0, 7], np.int64)
+    y, indices, inverse, counts, _ = _check(model, x)
+    np.testing.assert_array_equal(y, [-1, 0, 5, 7])
+    np.testing.assert_array_equal(indices, [1, 6, 0, 3])  # first occurrences
+    np.testing.assert_array_equal(y[inverse], x)
+    np.testing.assert_array_equal(counts, [2, 1, 3, 2])
+
+
+@pytest.mark.parametrize("sort", [1, 0])
+def test_unique_of_a_constant_folds_and_compiles_ahead(sort: int) -> None:
+    """The folder against ONNX Runtime (ONNX's reference evaluator sorts even
+    with ``sorted = 0``; the conformance case and ONNX Runtime do not)."""
+    c = numpy_helper.from_array(np.array([[3, 1], [1, 2], [3, 1]], np.int64), "c")
+    model = _model(
+        [
+            helper.make_node(
+                "Unique", ["c"], ["u", "i", "inv", "n"], axis=0, sorted=sort
+            ),
+            helper.make_node("Cast", ["u"], ["uf"], to=T.FLOAT),
+            helper.make_node("Add", ["x", "uf"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("x", T.FLOAT, [2, 2])],
+        [
+            _out("y", T.FLOAT, [2, 2]),
+            _out("i", T.INT64, [2]),
+            _out("inv", T.INT64, [3]),
+            _out("n", T.INT64, [2]),
+        ],
+        [c],
+    )
+    assert not isinstance(qidao.compile(model), Specialized)
+    _check(model, np.zeros((2, 2), np.float32))
