@@ -879,6 +879,37 @@ class Graph:
         count = self.reduce_sum(self.cast(mask, "float64"))
         return positions, self.cast(count, "int64")
 
+    def nms_keep(
+        self,
+        boxes: Value,
+        scores: Value,
+        max_per_class: int,
+        iou_threshold: float,
+        score_threshold: float | None = None,
+        center: bool = False,
+    ) -> tuple[Value, Value]:
+        """Greedy non-maximum suppression per batch and class: the boxes of each
+        class by descending score (ties by index: ``top_k``), an int64
+        ``[B, C, N]``, and a bool ``[B, C, N]`` saying which of them are kept
+        (``tg.nms_keep``). ``boxes`` f32 ``[B, N, 4]``, ``scores`` f32
+        ``[B, C, N]``."""
+        _, order = self.top_k(scores, scores.shape[-1], axis=-1, largest=True)
+        keep = self._emit(
+            "nms_keep",
+            lambda: tg.NmsKeepOp(
+                boxes.ssa,
+                scores.ssa,
+                order.ssa,
+                max_per_class,
+                iou_threshold,
+                score_threshold,
+                center,
+            ),
+            boxes,
+            scores,
+        )
+        return order, keep
+
     # ---- reductions and nn ------------------------------------------------------
 
     def reduce_sum(

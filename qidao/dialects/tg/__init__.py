@@ -79,6 +79,7 @@ from qidao.dialects.tg.layout_ops import (
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp
+from qidao.dialects.tg.nms import NmsKeepOp
 from qidao.dialects.tg.nn import (
     AvgPool2dOp,
     BatchNormOp,
@@ -195,6 +196,7 @@ TG = Dialect(
         MinOp,
         MulOp,
         NegOp,
+        NmsKeepOp,
         NonzeroIndicesOp,
         NotEqualOp,
         PadOp,
@@ -296,6 +298,7 @@ __all__ = [
     "MinOp",
     "MulOp",
     "NegOp",
+    "NmsKeepOp",
     "NonzeroIndicesOp",
     "NotEqualOp",
     "PadOp",

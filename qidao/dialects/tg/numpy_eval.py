@@ -97,6 +97,7 @@ from qidao.dialects.tg.layout_ops import (
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp, unpack_panels
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp, matmul_integer_reference
+from qidao.dialects.tg.nms import NmsKeepOp
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
 from qidao.dialects.tg.nonzero import NonzeroIndicesOp
 from qidao.dialects.tg.pad import PadOp
@@ -542,6 +543,54 @@ def _nonzero_indices(op: Operation, xs: list[Array]) -> list[Array]:
     return [out]
 
 
+def _suppresses(a: Array, b: Array, center: bool, threshold: np.float32) -> bool:
+    """Whether boxes ``a`` and ``b`` overlap by more than ``threshold`` IoU, in f32
+    and in ONNX's reference order (``tg.nms_keep``)."""
+    half = np.float32(2)
+    if center:
+        ax0, ax1 = a[0] - a[2] / half, a[0] + a[2] / half
+        bx0, bx1 = b[0] - b[2] / half, b[0] + b[2] / half
+        ay0, ay1 = a[1] - a[3] / half, a[1] + a[3] / half
+        by0, by1 = b[1] - b[3] / half, b[1] + b[3] / half
+    else:
+        ax0, ax1 = min(a[1], a[3]), max(a[1], a[3])
+        bx0, bx1 = min(b[1], b[3]), max(b[1], b[3])
+        ay0, ay1 = min(a[0], a[2]), max(a[0], a[2])
+        by0, by1 = min(b[0], b[2]), max(b[0], b[2])
+    ix0, ix1 = max(ax0, bx0), min(ax1, bx1)
+    iy0, iy1 = max(ay0, by0), min(ay1, by1)
+    if ix1 <= ix0 or iy1 <= iy0:
+        return False
+    inter = (ix1 - ix0) * (iy1 - iy0)
+    area_a, area_b = (ax1 - ax0) * (ay1 - ay0), (bx1 - bx0) * (by1 - by0)
+    union = area_a + area_b - inter
+    if inter <= 0 or area_a <= 0 or area_b <= 0 or union <= 0:
+        return False
+    return bool(inter / union > threshold)
+
+
+def _nms_keep(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, NmsKeepOp)
+    boxes, scores, order = (np.asarray(x) for x in xs)
+    iou = np.float32(op.iou_threshold.value.data)
+    score = op.score_threshold
+    limit = op.max_per_class.value.data
+    keep = np.zeros(scores.shape, bool)
+    for b, c in np.ndindex(*scores.shape[:2]):
+        kept: list[int] = []
+        for r, i in enumerate(order[b, c]):
+            if len(kept) >= limit:
+                break
+            if score is not None and not scores[b, c, i] > np.float32(score.value.data):
+                continue
+            box = boxes[b, i]
+            if any(_suppresses(box, boxes[b, j], op.is_center(), iou) for j in kept):
+                continue
+            kept.append(int(i))
+            keep[b, c, r] = True
+    return [keep]
+
+
 def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, MatmulOp)
     n = op.rhs_matrix_shape()[-1]
@@ -788,6 +837,7 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     CumprodOp: _cumulative,
     TopKIndicesOp: _top_k_indices,
     NonzeroIndicesOp: _nonzero_indices,
+    NmsKeepOp: _nms_keep,
 }
 """Every tg op's NumPy semantics, in one table: they share this module's precision
 rule and helpers, and the oracle stays apart from the op definitions. The

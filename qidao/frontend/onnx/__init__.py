@@ -107,6 +107,7 @@ from qidao.frontend.onnx import (  # noqa: F401
     grid_sample,
     linalg,
     logic,
+    nms,
     nn,
     nonzero,
     norm,

@@ -5,14 +5,16 @@ tg has static shapes, but some ONNX nodes give a tensor whose size is known only
 when the model runs: ``NonZero`` of a runtime tensor (``[rank, count]``
 positions: a mixture-of-experts router's ``torch.where(mask)``, Longformer's
 global-attention positions), ``Compress`` by a runtime condition, ``Unique`` of a
-runtime tensor, and a ``Loop`` whose trip count is data. Such a model compiles as programs around the
+runtime tensor, ``NonMaxSuppression`` of runtime boxes, and a ``Loop`` whose trip
+count is data. Such a model compiles as programs around the
 node, the way a JIT compiles the code after a data-dependent shape again for the
 size it meets:
 
 1. **The stage before** is the model's nodes up to the cut. For ``NonZero`` (and
-   ``Compress``, by its condition; ``Unique``, taken apart around the
-   ``NonZero`` of where its runs of equal values start: ``unique.py``) the node
-   is replaced by its bounded form:
+   ``Compress``, by its condition; ``Unique`` and ``NonMaxSuppression``, taken
+   apart around the ``NonZero`` of where runs of equal values start or of the
+   boxes kept: ``unique.py``, ``nms.py``) the node is replaced by its bounded
+   form:
    positions in ``[rank, numel]`` (the upper bound: every entry non-zero) and a
    ``count`` (``tg.nonzero_indices``, ``nonzero.py``). Its outputs are those and
    every tensor it computes that the node or the rest reads (or that is a model
@@ -52,7 +54,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from qidao.errors import ArgumentError
 from qidao.frontend.errors import OnnxImportError
-from qidao.frontend.onnx import unique
+from qidao.frontend.onnx import nms, unique
 from qidao.frontend.onnx.importer import STAGING_DOMAIN
 from qidao.frontend.onnx.load import node_label
 from qidao.frontend.onnx.staged_loop import LoopStep
@@ -70,7 +72,9 @@ from qidao.frontend.onnx.staged_models import (
     types,
 )
 
-DATA_DEPENDENT_OPS = frozenset({"NonZero", "Compress", "Unique", "Loop"})
+DATA_DEPENDENT_OPS = frozenset(
+    {"NonZero", "Compress", "Unique", "NonMaxSuppression", "Loop"}
+)
 """ONNX op types that may make a size data: a model with one in its main graph is
 imported at its first call, and cut where one does."""
 
@@ -121,6 +125,9 @@ class NonzeroStep:
     rank: int
     output: str
     prologue: list[onnx.NodeProto] = field(default_factory=list)
+    types: list[onnx.ValueInfoProto] = field(default_factory=list)
+    """Types of values the stage before makes that ONNX's inference cannot
+    infer (the outputs of a staging op it runs)."""
 
     def __post_init__(self) -> None:
         self.bounded = [
@@ -171,8 +178,15 @@ def _nonzero_step(
     """The step of a cut at ``node`` and the nodes the stage before runs in place
     of it. ``NonZero``: its input and output, no node. ``Compress``: its
     condition, and a ``Gather`` of the input (flattened without ``axis``) by the
-    positions. ``Unique``: taken apart around a ``NonZero`` (``unique.py``)."""
+    positions. ``Unique`` and ``NonMaxSuppression``: taken apart around a
+    ``NonZero`` (``unique.py``, ``nms.py``)."""
     output = str(node.output[0])
+    if node.op_type == "NonMaxSuppression":
+        kept = nms.parts(node, shape_of(typed, str(node.input[1])))
+        cut_at = f"{kept.selected}:bounded"
+        step = NonzeroStep(label, kept.keep, kept.selected, 3, cut_at, kept.after)
+        step.types = kept.types
+        return step, kept.before
     if node.op_type == "Unique":
         shape = shape_of(typed, str(node.input[0]))
         taken = unique.parts(node, shape)
@@ -250,6 +264,8 @@ def cut(proto: onnx.ModelProto, output: str) -> Cut:
         del whole.graph.node[:]
         taken = helper.make_node("NonZero", [nonzero.source], [nonzero.positions])
         whole.graph.node.extend([*before, taken, *after])
+        whole.graph.value_info.extend(nonzero.types)
+        whole.opset_import.append(helper.make_opsetid(STAGING_DOMAIN, 1))
         typed = types(whole)
     outputs = tuple(str(o.name) for o in graph.output)
     read_later = names_read(after) | set(outputs) | step.reads
@@ -262,6 +278,8 @@ def cut(proto: onnx.ModelProto, output: str) -> Cut:
         outputs=[*step.bounded_outputs, *(typed_info(typed, n) for n in carried)],
     )
     first.opset_import.append(helper.make_opsetid(STAGING_DOMAIN, 1))
+    if instead:
+        first.graph.value_info.extend(nonzero.types)
     rest = None
     if any(o in defined(after) for o in outputs):
         reads = names_read(after)

@@ -19,6 +19,7 @@ from qidao.dialects.tg import (
     GridSampleOp,
     MatmulIntegerOp,
     MatmulOp,
+    NmsKeepOp,
     ReshapeOp,
     TopKIndicesOp,
     TransposeOp,
@@ -62,6 +63,8 @@ def _old_flops(op: Operation) -> int:
         spatial = len(shape_of(op.input.type)) - 2
         taps: int = {"nearest": 1, "linear": 2, "cubic": 4}[op.mode.data] ** spatial
         return 2 * taps * numel(op.result.type)
+    if isinstance(op, NmsKeepOp):  # an IoU (about 20 operations) a pair of boxes
+        return 20 * numel(op.scores.type) * shape_of(op.scores.type)[2]
     if isinstance(op, TopKIndicesOp):  # n entries compared with k slots, a row
         n = shape_of(op.input.type)[op.normalized_axis()]
         return numel(op.input.type) // max(n, 1) * n * op.count()

@@ -351,3 +351,66 @@ def test_unique_of_a_constant_folds_and_compiles_ahead(sort: int) -> None:
     )
     assert not isinstance(qidao.compile(model), Specialized)
     _check(model, np.zeros((2, 2), np.float32))
+
+
+def _nms_model(
+    batches: int, classes: int, boxes: int, center: int, given: tuple[str, ...]
+) -> onnx.ModelProto:
+    """NonMaxSuppression with its thresholds as graph inputs (``given``) or
+    initializers (max 3, IoU 0.4, score 0.2)."""
+    values = {
+        "max": numpy_helper.from_array(np.array([3], np.int64), "max"),
+        "iou": numpy_helper.from_array(np.array([0.4], np.float32), "iou"),
+        "score": numpy_helper.from_array(np.array([0.2], np.float32), "score"),
+    }
+    types = {"max": T.INT64, "iou": T.FLOAT, "score": T.FLOAT}
+    return _model(
+        [
+            helper.make_node(
+                "NonMaxSuppression",
+                ["boxes", "scores", "max", "iou", "score"],
+                ["selected"],
+                center_point_box=center,
+            )
+        ],
+        [
+            helper.make_tensor_value_info("boxes", T.FLOAT, [batches, boxes, 4]),
+            helper.make_tensor_value_info("scores", T.FLOAT, [batches, classes, boxes]),
+            *(helper.make_tensor_value_info(n, types[n], [1]) for n in given),
+        ],
+        [_out("selected", T.INT64, [None, 3])],
+        [t for n, t in values.items() if n not in given],
+    )
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_nms_matches_ort(center: int) -> None:
+    rng = np.random.default_rng(4)
+    model = _nms_model(2, 3, 12, center, ())
+    for _ in range(3):
+        boxes = rng.uniform(0, 10, (2, 12, 4)).astype(np.float32)
+        if center:
+            boxes[..., 2:] = rng.uniform(0.5, 6, (2, 12, 2))
+        scores = rng.uniform(0, 1, (2, 3, 12)).astype(np.float32)
+        scores[0, 0, 3] = scores[0, 0, 5]  # a tie: the lower index first
+        boxes[1, 4] = boxes[1, 7]  # identical boxes
+        boxes[0, 2, 2] = boxes[0, 2, 0]  # a box of no area
+        _check(model, boxes, scores)
+
+
+def test_nms_thresholds_as_inputs_are_bound_per_value() -> None:
+    """Thresholds given at the call are bound (a specialization per value);
+    every one of them changes which boxes are kept."""
+    model = _nms_model(1, 2, 8, 0, ("max", "iou", "score"))
+    rng = np.random.default_rng(5)
+    boxes = rng.uniform(0, 10, (1, 8, 4)).astype(np.float32)
+    scores = rng.uniform(0, 1, (1, 2, 8)).astype(np.float32)
+    for limit, iou, score in ((2, 0.5, 0.0), (8, 0.1, 0.5), (0, 0.5, 0.0)):
+        _check(
+            model,
+            boxes,
+            scores,
+            np.array([limit], np.int64),
+            np.array([iou], np.float32),
+            np.array([score], np.float32),
+        )

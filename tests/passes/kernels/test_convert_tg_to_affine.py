@@ -113,6 +113,15 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         # per row: the k slots set to 0, then every entry walks the slots
         [["i0", "p_init", "i1", "p"]],
     ),
+    "tg.nms_keep": (
+        "%b: tensor<1x5x4xf32>, %s: tensor<1x2x5xf32>, %o: tensor<1x2x5xi64>",
+        "%r = tg.nms_keep %b, %s, %o max = 2 iou = 5.000000e-01 score = "
+        "1.000000e-01 : (tensor<1x5x4xf32>, tensor<1x2x5xf32>, tensor<1x2x5xi64>) "
+        "-> tensor<1x2x5xi1>",
+        "%r : tensor<1x2x5xi1>",
+        # per class: the boxes in score order, each against every earlier slot
+        [["b", "c", "r", "q"]],
+    ),
     "tg.nonzero_indices": (
         f"%a: {T}",
         f"%r = tg.nonzero_indices %a : {T} -> tensor<2x6xi64>",

@@ -58,6 +58,7 @@ from qidao.passes.kernels.lowering.indexing import lower_concat, lower_gather
 from qidao.passes.kernels.lowering.layout import copy_kernel, lower_copy
 from qidao.passes.kernels.lowering.matmul import lower_matmul
 from qidao.passes.kernels.lowering.matmul_integer import lower_matmul_integer
+from qidao.passes.kernels.lowering.nms import lower_nms_keep
 from qidao.passes.kernels.lowering.nn import lower_batch_norm, lower_pool, lower_softmax
 from qidao.passes.kernels.lowering.nonzero import lower_nonzero_indices
 from qidao.passes.kernels.lowering.pad import lower_pad
@@ -93,6 +94,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.MaxPool2dOp: lower_pool,
     tg.PadOp: lower_pad,
     tg.ReduceMaxOp: lower_reduce,
+    tg.NmsKeepOp: lower_nms_keep,
     tg.NonzeroIndicesOp: lower_nonzero_indices,
     tg.ReduceMeanOp: lower_reduce,
     tg.ReduceProdOp: lower_reduce,

@@ -62,6 +62,7 @@ OTHER = (
     "tg.cumprod",
     "tg.cumsum",
     "tg.grid_sample",
+    "tg.nms_keep",
     "tg.nonzero_indices",
     "tg.scatter_elements",
     "tg.scatter_nd",

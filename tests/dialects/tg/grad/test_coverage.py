@@ -43,6 +43,8 @@ NO_RULE = {
     "tg.top_k_indices",
     # i64 positions of the non-zero entries: a position has no gradient
     "tg.nonzero_indices",
+    # a bool mask of the boxes kept: a selection has no gradient
+    "tg.nms_keep",
     "tg.constant",  # no operands: nothing to pass a gradient to
     "tg.yield",  # terminators of tg.fused / tg.custom regions
     "tg.custom_yield",
