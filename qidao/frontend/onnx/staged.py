@@ -114,10 +114,11 @@ class Step(Protocol):
 
 @dataclass
 class NonzeroStep:
-    """``NonZero`` (or ``Compress``): the stage before ends with the bounded
-    positions and count of ``source``; the host cuts the positions to
-    ``[rank, count]`` as ``positions``, which the rest reads (after the
-    ``prologue``: ``Compress``'s ``Gather``)."""
+    """A cut at a ``NonZero`` (``NonZero`` itself, or the one ``Compress``,
+    ``Unique`` and ``NonMaxSuppression`` are taken apart around): the stage before
+    ends with the bounded positions and count of ``source``; the host cuts the
+    positions to ``[rank, count]`` as ``positions``, which the rest reads (after
+    the ``prologue``: the nodes of the taken-apart op that come after it)."""
 
     label: str
     source: str
