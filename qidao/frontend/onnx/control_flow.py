@@ -13,9 +13,11 @@ body) sees the same renaming for the names it reads from this one.
   inlines the branch it picks, and only that one. A condition computed at run time
   inlines both branches and selects each output with ``tg.select``: ONNX branches
   have no side effects, so computing both is the same function (at the cost of
-  the branch not taken). The two branches' outputs must then have the same shape
-  and dtype; otherwise the output shape is data, which tg cannot express, and the
-  node is refused, naming the output.
+  the branch not taken). When the two branches' outputs differ in shape or
+  dtype, the output shape is data, which tg cannot express: an ``If`` of the main
+  graph is then a cut of the staging, the host picking the branch, each compiled
+  as a program of its own (``staged_if.py``); one inside another subgraph is
+  refused, naming the output.
 - ``Loop``: when the trip count ``M`` and the initial condition are compile-time
   values (a trip count read from an integer graph input is bound by the
   specialization: ``specialize.py``) and the condition the body returns folds in
@@ -194,11 +196,14 @@ def _if(im: Importer, node: Node) -> list[Entry]:
     flag = g.reshape(condition, [])
     for k, (a, b) in enumerate(zip(taken, other, strict=True)):
         if tuple(a.shape) != tuple(b.shape) or str(a.dtype) != str(b.dtype):
-            raise node.error(
-                f"output #{k} is {a.dtype} {list(a.shape)} in then_branch and "
-                f"{b.dtype} {list(b.shape)} in else_branch: with a condition "
-                "computed at run time the output's shape would be data, which "
-                "qidao cannot compile (only branches of equal shapes and dtypes)"
+            raise DataDependentShapeError(
+                f"{node.label}: output #{k} is {a.dtype} {list(a.shape)} in "
+                f"then_branch and {b.dtype} {list(b.shape)} in else_branch: with a "
+                "condition computed at run time the output's shape is data; qidao "
+                "compiles such a model in stages, the host picking the branch "
+                "(qidao.frontend.onnx.staged), where the If is in the main graph",
+                str(node.proto.output[0]),
+                "If",
             )
         outputs.append(g.where(flag, _as_value(im, a), _as_value(im, b)))
     return outputs

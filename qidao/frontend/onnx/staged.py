@@ -5,8 +5,9 @@ tg has static shapes, but some ONNX nodes give a tensor whose size is known only
 when the model runs: ``NonZero`` of a runtime tensor (``[rank, count]``
 positions: a mixture-of-experts router's ``torch.where(mask)``, Longformer's
 global-attention positions), ``Compress`` by a runtime condition, ``Unique`` of a
-runtime tensor, ``NonMaxSuppression`` of runtime boxes, and a ``Loop`` whose trip
-count is data. Such a model compiles as programs around the
+runtime tensor, ``NonMaxSuppression`` of runtime boxes, a ``Loop`` whose trip
+count is data, and an ``If`` on a runtime condition whose branches give different
+shapes. Such a model compiles as programs around the
 node, the way a JIT compiles the code after a data-dependent shape again for the
 size it meets:
 
@@ -23,7 +24,8 @@ size it meets:
    programs after it.
 2. **The host step** (a :class:`Step`): for ``NonZero`` it cuts the positions to
    ``[rank, count]`` (a view); for ``Loop`` it runs the loop, calling the body,
-   compiled as a program of its own, once per iteration (``staged_loop.py``).
+   compiled as a program of its own, once per iteration (``staged_loop.py``);
+   for ``If`` it calls the branch the condition picks (``staged_if.py``).
 3. **The rest** is an ONNX model of the remaining nodes (for ``Compress``, first
    a ``Gather`` by the positions) whose inputs are what the step made, the carried
    tensors and the model inputs it reads: a
@@ -57,6 +59,7 @@ from qidao.frontend.errors import OnnxImportError
 from qidao.frontend.onnx import nms, unique
 from qidao.frontend.onnx.importer import STAGING_DOMAIN
 from qidao.frontend.onnx.load import node_label
+from qidao.frontend.onnx.staged_if import IfStep
 from qidao.frontend.onnx.staged_loop import LoopStep
 from qidao.frontend.onnx.staged_models import (
     Compile,
@@ -73,7 +76,7 @@ from qidao.frontend.onnx.staged_models import (
 )
 
 DATA_DEPENDENT_OPS = frozenset(
-    {"NonZero", "Compress", "Unique", "NonMaxSuppression", "Loop"}
+    {"NonZero", "Compress", "Unique", "NonMaxSuppression", "Loop", "If"}
 )
 """ONNX op types that may make a size data: a model with one in its main graph is
 imported at its first call, and cut where one does."""
@@ -254,6 +257,8 @@ def cut(proto: onnx.ModelProto, output: str) -> Cut:
     instead: list[onnx.NodeProto] = []
     if node.op_type == "Loop":
         step = LoopStep.of(proto, node, label, typed)
+    elif node.op_type == "If":
+        step = IfStep.of(proto, node, label, typed)
     else:
         nonzero, instead = _nonzero_step(node, label, typed)
         step = nonzero

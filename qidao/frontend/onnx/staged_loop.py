@@ -32,13 +32,17 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from qidao.errors import ArgumentError
 from qidao.frontend.errors import OnnxImportError
-from qidao.frontend.onnx import subgraphs
 from qidao.frontend.onnx.load import DTYPES
-from qidao.frontend.onnx.staged_models import Compile, Values, bind, typed_info
+from qidao.frontend.onnx.staged_models import (
+    Compile,
+    Values,
+    bind,
+    subgraph_model,
+    typed_info,
+)
 
 
 @dataclass
@@ -50,7 +54,8 @@ class LoopStep:
     body: onnx.ModelProto
     """The body as a model: inputs the formal ones, then ``free``."""
     free: list[str]
-    """The outer values the body reads, in the order of its extra inputs."""
+    """The outer values the body reads as inputs, in the order of its extra
+    inputs (an outer initializer it reads is its own)."""
     makes: list[onnx.ValueInfoProto]
     """The loop's outputs (every dimension symbolic)."""
     bounded: list[onnx.NodeProto] = field(default_factory=list)
@@ -76,20 +81,7 @@ class LoopStep:
                 f"{label}: its body takes {len(body.input)} input(s) and gives "
                 f"{len(body.output)}, for {carried} loop-carried value(s)"
             )
-        free = sorted(subgraphs.free_names(body))
-        inputs = [*body.input, *(typed_info(typed, n) for n in free)]
-        model = helper.make_model(
-            helper.make_graph(
-                list(body.node),
-                f"{body.name or 'body'}",
-                inputs,
-                list(body.output),
-                initializer=list(body.initializer),
-            ),
-            opset_imports=list(proto.opset_import),
-            ir_version=proto.ir_version,
-            functions=list(proto.functions),
-        )
+        model, free = subgraph_model(proto, body, typed)
         makes = [typed_info(typed, str(o)) for o in node.output if o]
         return cls(label, node, model, free, makes)
 

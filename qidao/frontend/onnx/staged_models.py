@@ -118,3 +118,30 @@ def bind(proto: onnx.ModelProto, constants: Values) -> onnx.ModelProto:
         str(i.name): constants[i.name] for i in proto.graph.input if i.name in constants
     }
     return with_constants(proto, held)  # type: ignore[no-any-return]
+
+
+def subgraph_model(
+    proto: onnx.ModelProto,
+    graph: onnx.GraphProto,
+    typed: dict[str, onnx.ValueInfoProto],
+) -> tuple[onnx.ModelProto, list[str]]:
+    """A subgraph (a ``Loop`` body, an ``If`` branch) as a model of its own, and
+    the outer values it reads that became its inputs: its own inputs first, then
+    those values (typed as in ``proto``); an outer initializer it reads is an
+    initializer of the model."""
+    free = sorted(subgraphs.free_names(graph))
+    held = {str(t.name): t for t in proto.graph.initializer}
+    outer = [n for n in free if n not in held]
+    model = helper.make_model(
+        helper.make_graph(
+            list(graph.node),
+            str(graph.name) or "subgraph",
+            [*graph.input, *(typed_info(typed, n) for n in outer)],
+            list(graph.output),
+            initializer=[*graph.initializer, *(held[n] for n in free if n in held)],
+        ),
+        opset_imports=list(proto.opset_import),
+        ir_version=proto.ir_version,
+        functions=list(proto.functions),
+    )
+    return model, outer

@@ -90,24 +90,40 @@ def test_if_on_a_compile_time_condition_inlines_only_its_branch() -> None:
     assert "tg.neg" in ir and "tg.exp" not in ir
 
 
-def test_if_branches_of_different_shapes_on_a_runtime_condition_are_refused() -> None:
+def test_if_branches_of_different_shapes_on_a_runtime_condition_run_on_the_host() -> (
+    None
+):
+    """The output's shape is data: the host picks the branch, each compiled as a
+    program of its own (``staged_if.py``), and what follows compiles for the
+    shape it gave. The else branch reads an outer initializer ``w``."""
     node = helper.make_node(
         "If",
         ["c"],
         ["y"],
         then_branch=_branch("then", "Exp", [2, 3]),
         else_branch=helper.make_graph(
-            [helper.make_node("ReduceSum", ["x"], ["else_y"], keepdims=0)],
+            [
+                helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+                helper.make_node("Add", ["total", "w"], ["else_y"]),
+            ],
             "else",
             [],
             [_info("else_y", F, [])],
         ),
     )
     model = _model(
-        [node], [_info("x", F, [2, 3]), _info("c", B, [])], [_info("y", F, None)]
+        [node, helper.make_node("Shape", ["y"], ["shape"])],
+        [_info("x", F, [2, 3]), _info("c", B, [])],
+        [_info("y", F, None), _info("shape", I64, [None])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "w")],
     )
     with pytest.raises(qidao.QidaoError, match="output #0 is float32 \\[2, 3\\]"):
-        import_onnx(model)
+        import_onnx(model)  # alone, the import cannot pick the branch
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    for flag in (True, False, True):
+        compiled = _check(model, {"x": x, "c": np.array(flag)})
+        assert isinstance(compiled.latest, Staged)
+        assert compiled.latest.step.taken == ("then_branch" if flag else "else_branch")
 
 
 def _loop_model(trip_count_input: bool, trip: int = 4) -> Any:
