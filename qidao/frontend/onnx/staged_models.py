@@ -32,10 +32,12 @@ def names_read(nodes: Iterable[onnx.NodeProto]) -> set[str]:
 
 
 def defined(nodes: Iterable[onnx.NodeProto]) -> set[str]:
+    """The names ``nodes`` make."""
     return {str(o) for n in nodes for o in n.output if o}
 
 
 def runtime_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The graph inputs of ``proto`` that are not initializers, in order."""
     initializers = {str(t.name) for t in proto.graph.initializer}
     return [i for i in proto.graph.input if i.name not in initializers]
 
