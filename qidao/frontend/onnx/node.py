@@ -35,5 +35,16 @@ class Node:
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
 
+    def optional_axis(self, rank: int) -> int | None:
+        """The ``axis`` attribute made non-negative for an input of ``rank``, or
+        None when the node has none (``Compress``, ``Unique``: flatten)."""
+        axis = self.attrs.get("axis")
+        if axis is None:
+            return None
+        a = int(axis)
+        if not -rank <= a < rank:
+            raise self.error(f"axis {a} is out of range for an input of rank {rank}")
+        return a % rank
+
     def error(self, message: str) -> OnnxImportError:
         return OnnxImportError(f"{self.label}: {message}")

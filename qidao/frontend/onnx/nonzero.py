@@ -73,17 +73,7 @@ STAGING_CONVERTERS["NonZero"] = _bounded_nonzero
 # ---- Compress: a Gather by the positions of a condition's true entries --------------
 
 
-def _compress_axis(node: Node, rank: int) -> int | None:
-    axis = node.attrs.get("axis")
-    if axis is None:
-        return None
-    a = int(axis)
-    if not -rank <= a < rank:
-        raise node.error(f"axis {a} is out of range for an input of rank {rank}")
-    return a % rank
-
-
-def _compress_condition(node: Node, shape: tuple[int, ...], rank: int) -> int:
+def _compress_condition(node: Node, shape: tuple[int, ...]) -> int:
     """The entries of the condition that select (its length, at most the axis')."""
     if len(shape) != 1:
         raise node.error(f"the condition must be 1-D, got shape {list(shape)}")
@@ -95,8 +85,8 @@ def _fold_compress(node: Node, args: list[Array | None]) -> list[Array]:
     x, condition = [*args, None, None][:2]
     if x is None or condition is None:
         raise node.error("the input (#0) and condition (#1) are required")
-    axis = _compress_axis(node, x.ndim)
-    _compress_condition(node, condition.shape, x.ndim)
+    axis = node.optional_axis(x.ndim)
+    _compress_condition(node, condition.shape)
     return [np.compress(condition.astype(bool), x, axis=axis)]
 
 
@@ -106,12 +96,12 @@ def _compress(im: Importer, node: Node) -> list[Value | Array]:
     has an output size that is data: the model is cut here (``staged.py`` makes
     the node a bounded ``NonZero`` of the condition and a ``Gather`` after)."""
     x = im.input(node, 0)
-    axis = _compress_axis(node, x.rank)
+    axis = node.optional_axis(x.rank)
     names = node.inputs
     condition = im.env.get(names[1]) if len(names) > 1 and names[1] else None
     if condition is None:
         raise node.error("the condition input (#1) is missing")
-    length = _compress_condition(node, tuple(condition.shape), x.rank)
+    length = _compress_condition(node, tuple(condition.shape))
     size = x.shape[axis] if axis is not None else int(np.prod(x.shape))
     if length > size:
         raise node.error(

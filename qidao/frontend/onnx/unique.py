@@ -38,22 +38,12 @@ from qidao.frontend.onnx.importer import Array, Importer, converter, folder
 from qidao.frontend.onnx.node import Node
 
 
-def _axis(node: Node, rank: int) -> int | None:
-    axis = node.attrs.get("axis")
-    if axis is None:
-        return None
-    a = int(axis)
-    if not -rank <= a < rank:
-        raise node.error(f"axis {a} is out of range for an input of rank {rank}")
-    return a % rank
-
-
 @folder("Unique")
 def _fold_unique(node: Node, args: list[Array | None]) -> list[Array]:
     x = args[0]
     if x is None:
         raise node.error("input #0 is missing")
-    axis = _axis(node, x.ndim)
+    axis = node.optional_axis(x.ndim)
     y, indices, inverse, counts = np.unique(
         x, return_index=True, return_inverse=True, return_counts=True, axis=axis
     )
@@ -74,7 +64,7 @@ def _fold_unique(node: Node, args: list[Array | None]) -> list[Array]:
 @converter("Unique")
 def _unique(im: Importer, node: Node) -> list[Value | Array]:
     x = im.input(node, 0)
-    _axis(node, x.rank)
+    node.optional_axis(x.rank)
     if x.rank == 0:
         raise node.error("Unique of a scalar is not supported; reshape it to [1]")
     raise DataDependentShapeError(
