@@ -469,6 +469,25 @@ class Kernel:
         return self.function
 
 
+def _distinct(hints: Sequence[str | None]) -> list[str | None]:
+    """``hints`` with each repeat suffixed ``2``, ``3``, ... (past any hint
+    already spelled so)."""
+    taken = {h for h in hints if h is not None}
+    seen: set[str] = set()
+    out: list[str | None] = []
+    for hint in hints:
+        if hint is not None and hint in seen:
+            k = 2
+            while f"{hint}{k}" in taken:
+                k += 1
+            hint = f"{hint}{k}"
+            taken.add(hint)
+        if hint is not None:
+            seen.add(hint)
+        out.append(hint)
+    return out
+
+
 def new_kernel(
     name: str,
     label: str,
@@ -476,10 +495,15 @@ def new_kernel(
     outputs: Sequence[tuple[str | None, Attribute]],
 ) -> Kernel:
     """A private ``func.func @name`` over ``inputs`` then ``outputs`` (hint, memref
-    type), every argument ``llvm.noalias``, tagged ``qd.kernel = label``."""
+    type), every argument ``llvm.noalias``, tagged ``qd.kernel = label``. Two
+    arguments with one hint (two graph values both named ``transpose``) get
+    distinct ones (``transpose``, ``transpose2``): a schedule primitive names a
+    buffer by its hint (``cache_read``), and xDSL drops a hint's ``_1`` suffix
+    (the printer's own way to tell two apart, which a primitive cannot name)."""
     types = [t for _, t in [*inputs, *outputs]]
     block = Block(arg_types=types)
-    for arg, (hint, _) in zip(block.args, [*inputs, *outputs], strict=True):
+    hints = _distinct([hint for hint, _ in [*inputs, *outputs]])
+    for arg, hint in zip(block.args, hints, strict=True):
         arg.name_hint = hint
     noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
     kernel = func.FuncOp(
