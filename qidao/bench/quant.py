@@ -66,7 +66,6 @@ import csv
 import math
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -74,6 +73,7 @@ from typing import Any
 
 import numpy as np
 
+from qidao.bench.jobs import DEFAULT_TIMEOUT, JobRunners, Mismatch
 from qidao.bench.quant_models import (
     DEFAULT_MODELS,
     MODELS,
@@ -86,9 +86,9 @@ from qidao.bench.quant_models import (
     quantized_path,
 )
 from qidao.bench.workloads import _onnxruntime_session, time_calls
-from qidao.bench.zoo import RTOL, Mismatch, describe
+from qidao.bench.zoo import RTOL
 from qidao.bench.zoo_models import get_model, onnx_path, reference
-from qidao.runtime.worker import run_once_data, serve
+from qidao.runtime.worker import serve
 
 WORKER = "qidao.bench.quant"
 """The module whose worker runs one quant job."""
@@ -97,10 +97,6 @@ JOBS = ("ort-fp32", "ort-int8", "qidao-fp32", "qidao-int8")
 """A model's jobs, in the order they run."""
 
 DEFAULT_CSV = "bench-results/quant.csv"
-
-DEFAULT_TIMEOUT = 900.0
-"""Seconds a job may run before its process is killed (ResNet-50 compiles in
-minutes on two cores)."""
 
 
 # -- the jobs -----------------------------------------------------------------
@@ -137,7 +133,7 @@ class Job:
 @contextlib.contextmanager
 def phase(name: str) -> Iterator[None]:
     """Tags an exception raised in its block with the phase it happened in (the
-    innermost wins), for :func:`qidao.bench.zoo.describe`."""
+    innermost wins), for :func:`qidao.bench.jobs.describe`."""
     try:
         yield
     except Exception as err:
@@ -315,59 +311,6 @@ def _qidao_int8(
         "scale_fp32": largest(float_out),
         **_timed(lambda: compiled(*inputs), min_time, max_runs),
     }
-
-
-def measure_or_describe(request: dict[str, Any]) -> dict[str, Any]:
-    """A worker's answer to one job: :func:`measure`'s dict, or ``{"error": ...}``
-    naming the phase the job failed in (``qidao.bench.zoo.describe``)."""
-    try:
-        return measure(**request)
-    except Exception as err:
-        traceback.print_exc()
-        return {"error": describe(err)}
-
-
-def run_job_here(
-    name: str,
-    job: str,
-    threads: int,
-    min_time: float,
-    max_runs: int,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Job:
-    """Run one job in this process: no isolation from a crash, no timeout, and
-    torch's thread count set back afterwards (for tests)."""
-    import torch
-
-    before = torch.get_num_threads()
-    try:
-        data = measure(name, job, threads, min_time, max_runs)
-    except Exception as err:
-        return Job(name, job, threads, error=describe(err))
-    finally:
-        torch.set_num_threads(before)
-    return Job(name, job, threads, **data)
-
-
-def run_job(
-    name: str,
-    job: str,
-    threads: int,
-    min_time: float,
-    max_runs: int,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Job:
-    """Run one job in a fresh process with its threads pinned (the runtime's
-    worker harness); a job past ``timeout`` seconds is killed."""
-    request = {
-        "name": name,
-        "job": job,
-        "threads": threads,
-        "min_time": min_time,
-        "max_runs": max_runs,
-    }
-    data = run_once_data(WORKER, request, threads=threads, timeout=timeout)
-    return Job(name, job, threads, **data)
 
 
 JobRunner = Callable[..., Job]
@@ -627,6 +570,12 @@ def write_csv(rows: Sequence[QuantRow], path: Path) -> None:
         out = csv.DictWriter(f, fieldnames=list(csv_record(QuantRow("", "", 0))))
         out.writeheader()
         out.writerows(csv_record(r) for r in rows)
+
+
+RUNNERS = JobRunners(WORKER, measure, Job)
+run_job = RUNNERS.fresh
+run_job_here = RUNNERS.here
+measure_or_describe = RUNNERS.answer
 
 
 if __name__ == "__main__":

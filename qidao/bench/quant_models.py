@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from qidao.bench.zoo import Mismatch
+from qidao.bench.jobs import Mismatch
 from qidao.bench.zoo_models import ZooModel, get_model, onnx_path
 
 SCHEMES = ("static", "dynamic")

@@ -61,7 +61,6 @@ import math
 import statistics
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -69,9 +68,10 @@ from typing import Any
 
 import numpy as np
 
+from qidao.bench.jobs import DEFAULT_TIMEOUT, JobRunners, Mismatch
 from qidao.bench.workloads import _onnxruntime_session, _pyplot, time_calls
 from qidao.bench.zoo_models import ZooModel, get_model, onnx_path, reference
-from qidao.runtime.worker import run_once_data, serve
+from qidao.runtime.worker import serve
 
 WORKER = "qidao.bench.zoo"
 """The module whose worker runs one zoo job."""
@@ -83,20 +83,9 @@ JOBS = ("eager", "onnx", "onnx-warm", "ort", "torch")
 """What one worker process measures: PyTorch eager, qidao on the ONNX file (cold;
 ``onnx-warm``: compiled a second time, untimed), ONNX Runtime, torch.compile."""
 
-INTERNAL_ERRORS = ("VerifyException", "AssertionError", "IndexError", "KeyError")
-"""Exception types that are qidao's bugs whatever the model: ``internal error``."""
-
 RTOL = 1e-3
 """The relative tolerance against PyTorch eager; ``atol`` is ``RTOL`` times the
 largest magnitude of PyTorch's output."""
-
-DEFAULT_TIMEOUT = 900.0
-"""Seconds a job may run before its process is killed (ResNet-50 compiles in
-minutes on two cores)."""
-
-
-class Mismatch(Exception):
-    """A compiled output that differs from PyTorch eager's."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +182,7 @@ def measure(
 ) -> dict[str, Any]:
     """Run ``job`` for zoo model ``name`` in this process: a JSON-able dict, or an
     exception tagged with the phase it happened in (``build``, ``export``,
-    ``compile``, ``run``; see :func:`describe`)."""
+    ``compile``, ``run``; see :func:`qidao.bench.jobs.describe`)."""
     if job not in JOBS:
         raise ValueError(f"unknown job '{job}'; the jobs are {', '.join(JOBS)}")
     import torch
@@ -356,76 +345,6 @@ def _torch_stats(graphs: Sequence[Any]) -> tuple[int, str]:
         kernels += sum(int(p.stats["kernels"]) for p in parts)
         fallback.update(getattr(compiled, "fallback_ops", {}))
     return kernels, ";".join(sorted(fallback))
-
-
-def first_line(text: str, limit: int = 200) -> str:
-    """The first line of ``text``; one that ends in a colon (a list follows, as in
-    ``the model uses 2 unsupported op type(s):``) goes on with the list, joined
-    by ``;``, up to ``limit`` characters."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    if not lines[0].endswith(":") or len(lines) == 1:
-        return lines[0]
-    text = f"{lines[0]} {'; '.join(lines[1:])}"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe(err: BaseException) -> str:
-    """The first line of an error (:func:`first_line`), labelled with the phase it
-    happened in and, for an internal error type, ``internal error``."""
-    kind = type(err).__name__
-    message = first_line(str(err))
-    if isinstance(err, Mismatch):
-        return f"mismatch: {message}"
-    first = f"{kind}: {message}" if message else kind
-    phase = getattr(err, "phase", "")
-    if any(c.__name__ in INTERNAL_ERRORS for c in type(err).__mro__):
-        return f"internal error ({phase}): {first}"
-    return f"{phase} error: {first}"
-
-
-def run_job_here(
-    name: str,
-    job: str,
-    threads: int,
-    min_time: float,
-    max_runs: int,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Job:
-    """Run one job in this process: no isolation from a crash, no timeout, and
-    torch's thread count set back afterwards (for tests)."""
-    import torch
-
-    before = torch.get_num_threads()
-    try:
-        data = measure(name, job, threads, min_time, max_runs)
-    except Exception as err:
-        return Job(name, job, threads, error=describe(err))
-    finally:
-        torch.set_num_threads(before)
-    return Job(name, job, threads, **data)
-
-
-def run_job(
-    name: str,
-    job: str,
-    threads: int,
-    min_time: float,
-    max_runs: int,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Job:
-    """Run one job in a fresh process with its threads pinned (the runtime's
-    worker harness); a job past ``timeout`` seconds is killed."""
-    request = {
-        "name": name,
-        "job": job,
-        "threads": threads,
-        "min_time": min_time,
-        "max_runs": max_runs,
-    }
-    data = run_once_data(WORKER, request, threads=threads, timeout=timeout)
-    return Job(name, job, threads, **data)
 
 
 JobRunner = Callable[..., Job]
@@ -752,14 +671,10 @@ def plot_ratios(rows: Sequence[ZooRow], path: Path) -> None:
     plt.close(fig)
 
 
-def measure_or_describe(request: dict[str, Any]) -> dict[str, Any]:
-    """A worker's answer to one job: :func:`measure`'s dict, or ``{"error": ...}``
-    with the phase the job failed in (:func:`describe`)."""
-    try:
-        return measure(**request)
-    except Exception as err:
-        traceback.print_exc()
-        return {"error": describe(err)}
+RUNNERS = JobRunners(WORKER, measure, Job)
+run_job = RUNNERS.fresh
+run_job_here = RUNNERS.here
+measure_or_describe = RUNNERS.answer
 
 
 if __name__ == "__main__":

@@ -111,7 +111,9 @@ def compile(
     step write its updated weights and optimizer states over the old ones (the
     ``update-in-place`` pass; False: new buffers each step); ``vnni`` and ``amx``
     (None, the default: where the CPU has them) compute int8 matmuls with AVX-512
-    VNNI and AMX tiles, True where the CPU lacks them is an error;
+    VNNI and AMX tiles, True where the CPU lacks them is an error; ``bf16``
+    (likewise, AVX512_BF16) computes a bfloat16 model's matmuls with ``vdpbf16ps``
+    on its weights kept in bfloat16 (``bf16-matmul``; False: in float32);
     ``pack_weights`` (None, the default: under the default schedule) stores
     constant float32 matmul weights in the column panels the matmul tile reads
     (``pack-panels``). CUDA options:

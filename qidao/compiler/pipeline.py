@@ -113,6 +113,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
             _graph("simplify"),
             _graph("collapse-unary"),
             _graph("cse"),
+            _graph("bf16-matmul", when="bf16"),
             _graph("pack-vnni", when="vnni"),
             _graph("layout"),
             Step("select-conv-algo", graph_only=True, options=("algo", "threads")),
@@ -429,6 +430,7 @@ _WHEN_SHOWN = {
     "checkpoint": "checkpoint=...",
     "update_in_place": "optimizer=...` on the CPU, `update_in_place=True",
     "vnni": "vnni=None` (the default) on a CPU with AVX-512 VNNI, or `vnni=True",
+    "bf16": "bf16=None` (the default) on a CPU with AVX512_BF16, or `bf16=True",
     "pack_weights": "pack_weights=None` (the default) under the default schedule, "
     "or `pack_weights=True",
 }

@@ -9,12 +9,21 @@ packs its rhs) into a tile of int32 ``C`` (16 x 16)::
     C[i, j] += sum over q in [0, 16), r in [0, 4) of zext(A[i, 4q + r]) * sext(B[q, j, r])
 
 16,384 multiply-adds in one instruction, against 64 for AVX-512 VNNI's
-``vpdpbusd``. The ops::
+``vpdpbusd``. ``tdpbf16ps`` (AMX-BF16) multiplies a tile of bfloat16 pairs ``A``
+(16 rows x 32) by a tile of bfloat16 pairs ``B`` (16 rows of 16 pairs:
+``B[k/2][j][k%2]``, as ``tg.matmul_bf16`` packs its rhs) into a tile of float32
+``C`` (16 x 16)::
+
+    C[i, j] += sum over q in [0, 16), r in [0, 2) of A[i, 2q + r] * B[q, j, r]
+
+(the products exact, the sums float32, inputs and results below 2**-126 flushed
+to zero). The ops::
 
     amx.tile_config rows = [0, 16, ...] colsb = [0, 64, ...]   // ldtilecfg, 8 tiles (0: unused)
     amx.tile_zero 0                                       // tmm0 = 0
     amx.tile_load 4, %A[%i, %k] : memref<64x576xi8> rows_dim 0     // tmm4 = 16 rows of A
     amx.tile_mul 0, 4, 6                                  // tdpbusd tmm0, tmm4, tmm6
+    amx.tile_mulf 0, 4, 6                                 // tdpbf16ps tmm0, tmm4, tmm6
     amx.tile_store 0, %C[%i, %j] : memref<64x64xi32> rows_dim 0    // 16 rows of C
     amx.tile_release                                      // tilerelease
 
@@ -29,10 +38,10 @@ intrinsics guide, the schedule names the registers, and the ops lower to LLVM's
 ``llvm.x86.tileloadd64`` and friends (``qidao/passes/cpu/llvm/amx.py``). The ops
 have memory effects, so nothing moves them past one another.
 
-``tensorize``'s CPU intrinsic ``amx_int8`` makes them
+``tensorize``'s CPU intrinsics ``amx_int8`` and ``amx_bf16`` make them
 (``qidao/passes/schedule/loops/amx.py``). They run only on a CPU with AMX-INT8
-whose OS granted the process the tile state (the CPU target's ``amx`` option
-checks both: ``qidao/runtime/amx.py``).
+(AMX-BF16 for ``tile_mulf``) whose OS granted the process the tile state (the CPU
+target's ``amx`` option checks both: ``qidao/runtime/amx.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StridedLayoutAttr,
+    f32,
+    i16,
     i32,
     i64,
 )
@@ -67,6 +78,9 @@ MAX_COLSB = 64
 """A tile's largest shape: 16 rows of 64 bytes."""
 
 _I8 = IntegerType(8)
+_ELEMENT_BYTES: dict[Attribute, int] = {_I8: 1, i16: 2, i32: 4, f32: 4}
+"""The element types a tile moves (int8 operands, bfloat16 bits; int32 and
+float32 sums), and their bytes."""
 
 
 def _tile(op: Operation, value: IntegerAttr, what: str) -> int:
@@ -176,7 +190,7 @@ class _TileMemoryOp(IRDLOperation):
         """The bytes from one row of the tile to the next."""
         t = self.memref.type
         assert isinstance(t, MemRefType)
-        element = 4 if t.get_element_type() == i32 else 1
+        element = _ELEMENT_BYTES[t.get_element_type()]
         return memref_strides(t)[self.rows_dim.value.data] * element
 
     def verify_(self) -> None:
@@ -184,9 +198,10 @@ class _TileMemoryOp(IRDLOperation):
         t = self.memref.type
         assert isinstance(t, MemRefType)
         rank = t.get_num_dims()
-        if t.get_element_type() not in (_I8, i32):
+        if t.get_element_type() not in _ELEMENT_BYTES:
             raise VerifyException(
-                f"{self.name}: the memref must hold i8 or i32, got {t}"
+                f"{self.name}: the memref must hold i8, i16 (bfloat16 bits), i32 or "
+                f"f32, got {t}"
             )
         if len(self.indices) != rank:
             raise VerifyException(
@@ -219,12 +234,9 @@ class TileStoreOp(_TileMemoryOp):
     name = "amx.tile_store"
 
 
-@irdl_op_definition
-class TileMulOp(IRDLOperation):
-    """``tdpbusd acc, a, b``: ``acc += a (unsigned bytes) x b (signed bytes, VNNI
-    order)`` in wrapping int32 (module docstring)."""
+class _TileProduct(IRDLOperation):
+    """A tile product ``acc += a x b`` of three named tiles."""
 
-    name = "amx.tile_mul"
     acc = prop_def(IntegerAttr[I64])
     a = prop_def(IntegerAttr[I64])
     b = prop_def(IntegerAttr[I64])
@@ -240,14 +252,33 @@ class TileMulOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        tiles = [
-            _tile(self, attr, what)
-            for attr, what in ((self.acc, "acc"), (self.a, "a"), (self.b, "b"))
-        ]
-        if len(set(tiles)) != 3:
-            raise VerifyException(
-                f"amx.tile_mul: acc, a and b must be three different tiles, got {tiles}"
-            )
+        _three_tiles(self, self.acc, self.a, self.b)
+
+
+@irdl_op_definition
+class TileMulOp(_TileProduct):
+    """``tdpbusd acc, a, b``: ``acc += a (unsigned bytes) x b (signed bytes, VNNI
+    order)`` in wrapping int32 (module docstring)."""
+
+    name = "amx.tile_mul"
+
+
+@irdl_op_definition
+class TileMulfOp(_TileProduct):
+    """``tdpbf16ps acc, a, b``: ``acc += a x b`` of bfloat16 pairs in float32
+    (module docstring)."""
+
+    name = "amx.tile_mulf"
+
+
+def _three_tiles(
+    op: Operation, acc: IntegerAttr, a: IntegerAttr, b: IntegerAttr
+) -> None:
+    tiles = [_tile(op, attr, what) for attr, what in ((acc, "acc"), (a, "a"), (b, "b"))]
+    if len(set(tiles)) != 3:
+        raise VerifyException(
+            f"{op.name}: acc, a and b must be three different tiles, got {tiles}"
+        )
 
 
 @irdl_op_definition
@@ -263,6 +294,14 @@ class TileReleaseOp(IRDLOperation):
 
 AMX = Dialect(
     "amx",
-    [TileConfigOp, TileZeroOp, TileLoadOp, TileStoreOp, TileMulOp, TileReleaseOp],
+    [
+        TileConfigOp,
+        TileZeroOp,
+        TileLoadOp,
+        TileStoreOp,
+        TileMulOp,
+        TileMulfOp,
+        TileReleaseOp,
+    ],
     [],
 )

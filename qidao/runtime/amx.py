@@ -20,6 +20,8 @@ from qidao.runtime.cpu import host_has
 
 AMX_FEATURES = ("amx-tile", "amx-int8")
 """LLVM's names for the tile registers and their 8-bit products (``tdpbusd``)."""
+AMX_BF16_FEATURE = "amx-bf16"
+"""LLVM's name for the tiles' bfloat16 products (``tdpbf16ps``)."""
 
 _SYS_ARCH_PRCTL = 158  # x86-64
 _ARCH_REQ_XCOMP_PERM = 0x1023
@@ -42,3 +44,8 @@ def tiles_granted() -> bool:
 def amx_available() -> bool:
     """The host CPU has AMX-INT8 and this process may use its tiles."""
     return all(host_has(f) for f in AMX_FEATURES) and tiles_granted()
+
+
+def amx_bf16_available() -> bool:
+    """:func:`amx_available`, and the host CPU has AMX-BF16 too."""
+    return amx_available() and host_has(AMX_BF16_FEATURE)

@@ -10,6 +10,7 @@
     qidao bench chain call16        # medians vs PyTorch eager, each in its own process
     qidao bench sweep --only bert   # transformers architectures: ORT, qidao, torch.compile
     qidao bench quant cnn bert      # int8 and fp32, qidao vs ONNX Runtime, 1 thread
+    qidao bench bf16 mlp bert gpt2  # bfloat16 and fp32, qidao vs PyTorch eager
     qidao bench-cuda                # the GPU workloads vs PyTorch eager on a CUDA GPU
     qidao tune matmul1024 --trials 64 --records tune.jsonl   # search schedules
     qidao conformance onnx          # ONNX's node tests: pass/fail/unsupported per op
@@ -40,6 +41,7 @@ import numpy as np
 from qidao.compiler.pipeline import ALL_STAGE_NAMES, MODES, TARGETS, check_stage
 from qidao.examples import model_argument
 from qidao.tools.bench_cuda import add_bench_cuda_parser
+from qidao.tools.bf16_command import cmd_bench_bf16
 from qidao.tools.bisect_command import add_bisect_parser
 from qidao.tools.cache_command import add_cache_parser
 from qidao.tools.conformance import add_conformance_parser
@@ -234,6 +236,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_sweep(args)
     if args.workloads[:1] == ["quant"]:  # qidao bench quant: qidao/bench/quant.py
         return cmd_bench_quant(args)
+    if args.workloads[:1] == ["bf16"]:  # qidao bench bf16: qidao/bench/bf16.py
+        return cmd_bench_bf16(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
     ]
@@ -625,7 +629,8 @@ def _add_bench(sub: Any) -> None:
 
 
 def _add_zoo(sub: Any) -> None:
-    from qidao.bench.zoo import DEFAULT_TIMEOUT, PATHS
+    from qidao.bench.jobs import DEFAULT_TIMEOUT
+    from qidao.bench.zoo import PATHS
 
     p = sub.add_parser(
         "zoo",

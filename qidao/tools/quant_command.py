@@ -9,7 +9,8 @@ arguments: ``qidao bench quant [cnn bert ...] [--threads T] [--min-time S]
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from qidao.tools.table_bench import run_table_bench
 
 
 def cmd_bench_quant(args: argparse.Namespace) -> int:
@@ -18,17 +19,13 @@ def cmd_bench_quant(args: argparse.Namespace) -> int:
     from qidao.bench.quant import DEFAULT_CSV, failed_models, format_table, run_quant
     from qidao.bench.quant_models import DEFAULT_MODELS
 
-    if args.backends:
-        raise ValueError("'quant' compares qidao with ONNX Runtime: no --backends")
-    if args.plot is not None:
-        raise ValueError("'quant' draws no plot: its results are the table and --csv")
-    args.csv = args.csv or DEFAULT_CSV
-    rows = run_quant(
-        args.workloads[1:] or DEFAULT_MODELS,
-        threads=args.threads,
-        min_time=args.min_time,
-        csv_path=Path(args.csv),
+    return run_table_bench(
+        args,
+        "quant",
+        "ONNX Runtime",
+        run_quant,
+        DEFAULT_MODELS,
+        DEFAULT_CSV,
+        format_table,
+        failed_models,
     )
-    print(format_table(rows))
-    print(f"\nCSV: {args.csv}")
-    return 1 if failed_models(rows) else 0

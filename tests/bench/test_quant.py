@@ -22,8 +22,8 @@ pytest.importorskip("torch")
 pytest.importorskip("onnxruntime.quantization")
 
 from qidao.bench import quant, quant_models
+from qidao.bench.jobs import Mismatch
 from qidao.bench.quant import Job, QuantRow
-from qidao.bench.zoo import Mismatch
 from qidao.tools.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
-from qidao.bench import zoo
+from qidao.bench import jobs, zoo
 from qidao.bench.zoo import Job, ZooRow
 from qidao.bench.zoo_models import DEFAULT_MODELS, ZOO, ZooModel
 from qidao.tools.cli import main
@@ -192,12 +192,12 @@ def test_rounds_interleave_the_timing_jobs_and_take_the_median() -> None:
 def test_errors_are_labelled_by_phase_and_internal_errors_as_such() -> None:
     err = IndexError("list index out of range")
     err.phase = "compile"  # type: ignore[attr-defined]
-    assert zoo.describe(err) == (
+    assert jobs.describe(err) == (
         "internal error (compile): IndexError: list index out of range"
     )
     unsupported = ValueError("the model uses 2 unsupported op type(s):\n  Cos: a\n")
     unsupported.phase = "compile"  # type: ignore[attr-defined]
-    assert zoo.describe(unsupported) == (
+    assert jobs.describe(unsupported) == (
         "compile error: ValueError: the model uses 2 unsupported op type(s): Cos: a"
     )
 

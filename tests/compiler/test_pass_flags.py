@@ -14,13 +14,14 @@ import io
 import re
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
 
 import qidao
 from qidao.compiler.pipeline import PIPELINES, optional_passes
-from qidao.compiler.targets.cpu.target import VNNI_FEATURE
+from qidao.compiler.targets.cpu.target import BF16_FEATURE, VNNI_FEATURE
 from qidao.examples import EXAMPLES
 from qidao.frontend.builder import Graph
 from qidao.runtime.cpu import host_has
@@ -32,6 +33,7 @@ SHIFT = np.full(64, 0.1, np.float32)
 W_INT8 = RNG.integers(-128, 128, (8, 16)).astype(np.int8)
 B_INT32 = RNG.integers(-1000, 1000, 16).astype(np.int32)
 W_PANELS = RNG.standard_normal((16, 256)).astype(np.float32)
+W_BF16 = RNG.standard_normal((32, 16)).astype(ml_dtypes.bfloat16).astype(np.float32)
 
 
 def sink() -> Graph:
@@ -43,13 +45,15 @@ def sink() -> Graph:
     two identical kernels (dedupe-kernels) and an int8 matmul by a constant
     (pack-vnni, where the CPU has AVX-512 VNNI), reshaped, plus a bias
     (sink-reshape), a float matmul by a constant 256 columns wide
-    (pack-panels), and a tanh over a column sum, written in place
-    (plan-memory)."""
+    (pack-panels), a widened bfloat16 matrix by a constant of bfloat16 values
+    (bf16-matmul, where the CPU has AVX512_BF16), and a tanh over a column sum,
+    written in place (plan-memory)."""
     g = Graph("main")
     x = g.input("x", (1, 16, 8, 8))
     a = g.input("a", (2, 4, 16))
     q = g.input("q", (3, 8), "uint8")
     v = g.input("v", (64, 128))
+    h = g.input("h", (4, 32), "bfloat16")
     # a column sum (its own kernel: no row group takes a leading axis), a tanh over
     # it written over the sum's buffer (plan-memory's in place), summed again
     t = g.tanh(g.reduce_sum(v, axes=[0]))
@@ -63,11 +67,12 @@ def sink() -> Graph:
     p = g.reshape(g.matmul_integer(q, W_INT8), (1, 3, 16))
     g.output(g.add(p, g.constant(B_INT32)))
     g.output(g.matmul(a, W_PANELS))
+    g.output(g.matmul(g.cast(h, "float32"), W_BF16))
     return g
 
 
 def reference(
-    x: np.ndarray, a: np.ndarray, q: np.ndarray, v: np.ndarray
+    x: np.ndarray, a: np.ndarray, q: np.ndarray, v: np.ndarray, h: np.ndarray
 ) -> list[np.ndarray]:
     """The sink's outputs from PyTorch, in float64."""
     conv = torch.nn.functional.conv2d(
@@ -86,6 +91,7 @@ def reference(
         m,
         p.reshape(1, 3, 16),
         panels,
+        h.astype(np.float64) @ W_BF16,
     ]
 
 
@@ -94,6 +100,7 @@ INPUTS = [
     RNG.standard_normal((2, 4, 16)).astype(np.float32),
     RNG.integers(0, 256, (3, 8)).astype(np.uint8),
     RNG.standard_normal((64, 128)).astype(np.float32),
+    RNG.standard_normal((4, 32)).astype(ml_dtypes.bfloat16),
 ]
 
 
@@ -134,6 +141,8 @@ def test_each_optional_pass_is_skipped_and_the_answer_holds(
 ) -> None:
     if name in ("pack-vnni", "sink-reshape") and not host_has(VNNI_FEATURE):
         pytest.skip(f"this CPU has no AVX-512 VNNI: {name} does not run")
+    if name == "bf16-matmul" and not host_has(BF16_FEATURE):
+        pytest.skip(f"this CPU has no AVX512_BF16: {name} does not run")
     # the pass does something here ...
     assert name in changed_by_default, (
         f"the optional pass '{name}' does not change sink(): add to sink() "
@@ -264,11 +273,13 @@ def test_a_diff_holds_the_lines_a_pass_removed_and_added() -> None:
 def test_before_prints_the_ir_the_pass_gets() -> None:
     """The IR before ``fuse`` is the IR after the passes that ran before it
     (``materialize-padding``, then ``dce``, which changes nothing here; with
-    ``vnni=False`` ``sink-reshape`` does not run, on any CPU, and with
-    ``pack_weights=False`` neither does ``pack-panels``)."""
+    ``vnni=False`` ``sink-reshape`` does not run, on any CPU, with
+    ``pack_weights=False`` neither does ``pack-panels``, and with ``bf16=False``
+    no ``bf16-matmul`` leaves a cast for ``dce``)."""
     _, text = printed(
         sink(),
         vnni=False,
+        bf16=False,
         pack_weights=False,
         debug=qidao.PrintIR(after=["materialize-padding", "dce"], before=["fuse"]),
     )

@@ -79,6 +79,7 @@ from qidao.dialects.tg.layout_ops import (
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp
+from qidao.dialects.tg.matmul_bf16 import MatmulBf16Op
 from qidao.dialects.tg.nms import NmsKeepOp
 from qidao.dialects.tg.nn import (
     AvgPool2dOp,
@@ -189,6 +190,7 @@ TG = Dialect(
         LogicalNotOp,
         LogicalOrOp,
         LogicalXorOp,
+        MatmulBf16Op,
         MatmulIntegerOp,
         MatmulOp,
         MaxOp,
@@ -291,6 +293,7 @@ __all__ = [
     "LogicalNotOp",
     "LogicalOrOp",
     "LogicalXorOp",
+    "MatmulBf16Op",
     "MatmulIntegerOp",
     "MatmulOp",
     "MaxOp",

@@ -27,21 +27,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from xdsl.dialects.builtin import IntegerType, Signedness, StringAttr, TensorType, i32
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import IntegerType, Signedness, TensorType, i32
+from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
-    operand_def,
-    opt_prop_def,
-    result_def,
-    traits_def,
 )
-from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qidao.dialects.tg.base import TgOp, tensor
-from qidao.dialects.tg.layout import broadcast_shapes
-from qidao.dialects.tg.types import fmt_shape, numel, shape_of, tensor_type
+from qidao.dialects.tg.packed_matmul import WideningMatmulOp, packed_matmul_type
+from qidao.dialects.tg.types import fmt_shape
 
 VNNI = "vnni"
 """The ``rhs_layout`` of a rhs packed for ``vpdpbusd`` (module docstring)."""
@@ -54,7 +48,7 @@ _EIGHT_BIT = (_I8, _UI8)
 
 
 @irdl_op_definition
-class MatmulIntegerOp(TgOp):
+class MatmulIntegerOp(WideningMatmulOp):
     """The 8-bit integer matrix product in int32 (module docstring).
 
     ```mlir
@@ -63,107 +57,43 @@ class MatmulIntegerOp(TgOp):
     """
 
     KERNEL_KIND: ClassVar[str] = "matmul_integer"
-    FUSION: ClassVar[str] = "anchor"
-    """An epilogue of any element type joins it (the requantization): its kernel
-    sums in an int32 buffer of its own (``lowering/matmul_integer.py``)."""
+    LAYOUT: ClassVar[str] = VNNI
 
     name = "tg.matmul_integer"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    rhs_layout = opt_prop_def(StringAttr)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$lhs `,` $rhs (`rhs_layout` `=` $rhs_layout^)? attr-dict `:` "
-        "`(` type($lhs) `,` type($rhs) `)` "
-        "`->` type($result)"
-    )
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, rhs_layout: str = "") -> None:
-        t = self.infer(tensor(lhs), tensor(rhs), rhs_layout)
-        props: dict[str, Attribute] = {}
-        if rhs_layout:
-            props["rhs_layout"] = StringAttr(rhs_layout)
-        super().__init__(operands=[lhs, rhs], result_types=[t], properties=props)
 
     @property
     def vnni(self) -> bool:
         """Whether the rhs is packed for VNNI (``[K/4, N, 4]``)."""
-        return self.rhs_layout is not None
+        return self.packed
 
     @staticmethod
     def infer(
         lhs: TensorType[Attribute], rhs: TensorType[Attribute], rhs_layout: str = ""
     ) -> Attribute:
-        a, b = lhs.get_shape(), rhs.get_shape()
         for what, t in (("lhs", lhs), ("rhs", rhs)):
             if t.get_element_type() not in _EIGHT_BIT:
                 raise VerifyException(
                     f"tg.matmul_integer expects i8 or ui8 operands, but the {what} "
                     f"is {t}"
                 )
-        if len(a) < 2:
+        if rhs_layout and (lhs.get_element_type(), rhs.get_element_type()) != (
+            _UI8,
+            _I8,
+        ):
             raise VerifyException(
-                f"tg.matmul_integer expects a lhs of rank >= 2, got {fmt_shape(a)}"
+                'tg.matmul_integer with rhs_layout = "vnni" multiplies a ui8 lhs by an '
+                f"i8 rhs (vpdpbusd's operands), got {lhs} and {rhs}"
             )
+        unpacked = None
         if rhs_layout:
-            b = _unpacked_shape(lhs, rhs, rhs_layout)
-        elif len(b) < 2:
-            raise VerifyException(
-                f"tg.matmul_integer expects a rhs of rank >= 2, got {fmt_shape(b)}"
-            )
-        if a[-1] != b[-2]:
-            raise VerifyException(
-                f"tg.matmul_integer: contraction sizes differ: lhs {fmt_shape(a)} has "
-                f"K = {a[-1]} but the rhs has K = {b[-2]}"
-            )
-        batch = broadcast_shapes(a[:-2], b[:-2])
-        if batch is None:
-            raise VerifyException(
-                f"tg.matmul_integer: batch dimensions {fmt_shape(a[:-2])} and "
-                f"{fmt_shape(b[:-2])} are not broadcastable"
-            )
-        return tensor_type((*batch, a[-2], b[-1]), i32)
-
-    def verify_(self) -> None:
-        self.verify_tensors()
-        layout = "" if self.rhs_layout is None else self.rhs_layout.data
-        if self.rhs_layout is not None and layout != VNNI:
-            raise VerifyException(
-                f'tg.matmul_integer: rhs_layout must be "{VNNI}" or omitted (K x N, '
-                f'the default), got "{layout}"'
-            )
-        self.expect_result_type(self.infer(tensor(self.lhs), tensor(self.rhs), layout))
-
-    def contraction(self) -> int:
-        """K, the length of each dot product."""
-        return shape_of(self.lhs.type)[-1]
-
-    def flops(self) -> int:
-        """``2·M·N·K`` per batch: a multiply and an add per term."""
-        return 2 * numel(self.result.type) * self.contraction()
-
-
-def _unpacked_shape(
-    lhs: TensorType[Attribute], rhs: TensorType[Attribute], layout: str
-) -> tuple[int, ...]:
-    """The ``[K, N]`` shape a VNNI-packed rhs stands for, after checking it."""
-    b = rhs.get_shape()
-    if layout != VNNI:
-        raise VerifyException(
-            f'tg.matmul_integer: rhs_layout must be "{VNNI}" or omitted, got "{layout}"'
-        )
-    if lhs.get_element_type() != _UI8 or rhs.get_element_type() != _I8:
-        raise VerifyException(
-            'tg.matmul_integer with rhs_layout = "vnni" multiplies a ui8 lhs by an '
-            f"i8 rhs (vpdpbusd's operands), got {lhs} and {rhs}"
-        )
-    if len(b) != 3 or b[2] != VNNI_GROUP:
-        raise VerifyException(
-            'tg.matmul_integer with rhs_layout = "vnni" expects a rhs of shape '
-            f"[K/4, N, 4], got {fmt_shape(b)}"
-        )
-    return (b[0] * VNNI_GROUP, b[1])
+            b = rhs.get_shape()
+            if len(b) != 3 or b[2] != VNNI_GROUP:
+                raise VerifyException(
+                    'tg.matmul_integer with rhs_layout = "vnni" expects a rhs of '
+                    f"shape [K/4, N, 4], got {fmt_shape(b)}"
+                )
+            unpacked = (b[0] * VNNI_GROUP, b[1])
+        return packed_matmul_type("tg.matmul_integer", lhs, rhs, unpacked, i32)
 
 
 def pack_vnni(b: npt.NDArray[Any]) -> npt.NDArray[Any]:

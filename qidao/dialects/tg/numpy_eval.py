@@ -97,6 +97,7 @@ from qidao.dialects.tg.layout_ops import (
 )
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp, unpack_panels
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp, matmul_integer_reference
+from qidao.dialects.tg.matmul_bf16 import MatmulBf16Op, matmul_bf16_reference
 from qidao.dialects.tg.nms import NmsKeepOp
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
 from qidao.dialects.tg.nonzero import NonzeroIndicesOp
@@ -598,6 +599,11 @@ def _matmul(op: Operation, xs: list[Array]) -> list[Array]:
     return [np.matmul(xs[0], rhs)]
 
 
+def _matmul_bf16(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, MatmulBf16Op)
+    return [matmul_bf16_reference(op, xs[0], xs[1])]
+
+
 def _matmul_integer(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, MatmulIntegerOp)
     return [matmul_integer_reference(op, xs[0], xs[1])]
@@ -819,6 +825,7 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     ScatterNdOp: _scatter_nd,
     GatherNdOp: _gather_nd,
     MatmulOp: _matmul,
+    MatmulBf16Op: _matmul_bf16,
     MatmulIntegerOp: _matmul_integer,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,

@@ -41,6 +41,7 @@ from qidao.frontend.torch.importer import (
     to_tg,
     unsupported_ops,
 )
+from qidao.frontend.torch.narrow import from_numpy, to_numpy
 
 CompileFn = Callable[[ModuleOp], Any]
 """Compiles a tg module into a callable taking and returning NumPy arrays."""
@@ -75,7 +76,7 @@ def _arrays(tensors: Sequence[Any], names: Sequence[str]) -> list[np.ndarray[Any
                 f"qidao's CPU code) has no type for; the dtypes are "
                 f"{', '.join(str(d) for d in _NUMPY_DTYPES)}"
             )
-        arrays.append(t.detach().resolve_conj().resolve_neg().contiguous().numpy())
+        arrays.append(to_numpy(t.detach().resolve_conj().resolve_neg().contiguous()))
     return arrays
 
 
@@ -83,6 +84,7 @@ _NUMPY_DTYPES = (
     torch.float32,
     torch.float64,
     torch.float16,
+    torch.bfloat16,
     torch.int8,
     torch.int16,
     torch.int32,
@@ -90,7 +92,8 @@ _NUMPY_DTYPES = (
     torch.uint8,
     torch.bool,
 )
-"""The torch dtypes whose tensors convert to NumPy arrays (``Tensor.numpy()``)."""
+"""The torch dtypes whose tensors convert to NumPy arrays (``Tensor.numpy()``;
+bfloat16 as ``ml_dtypes.bfloat16``, ``narrow.to_numpy``)."""
 
 
 class QidaoPart(torch.nn.Module):
@@ -107,7 +110,7 @@ class QidaoPart(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         arrays = _arrays([args[k] for k in self.runtime], self.names)
-        outs = [torch.from_numpy(a) for a in self.compiled(*arrays)]
+        outs = [from_numpy(a) for a in self.compiled(*arrays)]
         return outs[0] if self.single else tuple(outs)
 
 
@@ -151,7 +154,7 @@ class TorchCompiled:
     def __call__(self, *args: Any) -> Any:
         if self.compiled is not None:
             arrays = _arrays(args, self.input_names)
-            flat = [torch.from_numpy(a) for a in self.compiled(*arrays)]
+            flat = [from_numpy(a) for a in self.compiled(*arrays)]
         else:
             flat = self._run_partitioned(args)
         c = self.captured

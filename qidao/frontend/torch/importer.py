@@ -20,9 +20,10 @@ The steps:
    its converter's rule does not allow: float32 unless it declares another of
    ``ops.DTYPE_RULES``; a shape that depends on the input values, as after a
    boolean mask index, ``nonzero`` or ``unique``, or a number read with
-   ``.item()``: qidao compiles static shapes), or None. ``unsupported_ops``
-   gathers every refusal (not the size checks torch.export adds after a
-   data-dependent shape: the op that makes the shape is listed).
+   ``.item()``: qidao compiles static shapes), or None; bfloat16 and float16
+   tensors count as float32, which their ops compute in (``narrow.py``).
+   ``unsupported_ops`` gathers every refusal (not the size checks torch.export
+   adds after a data-dependent shape: the op that makes the shape is listed).
 3. ``FxConverter`` walks a graph in order and builds tg ops through the ``Graph``
    builder: parameters and buffers become ``tg.constant`` (so ``fold-constants``
    folds eval-mode BatchNorm into the convolution before it), user inputs become
@@ -65,6 +66,7 @@ from qidao.frontend.torch import (  # noqa: F401  (they register their converter
     scatter_ops,
 )
 from qidao.frontend.torch.custom import converter_for  # torch.library ops
+from qidao.frontend.torch.narrow import NARROW, to_numpy, widened
 from qidao.frontend.torch.ops import (
     CONVERTERS,
     DTYPE_RULES,
@@ -83,6 +85,7 @@ _DTYPES: dict[torch.dtype, str] = {
     torch.int32: "int32",
     torch.int64: "int64",
     torch.bool: "bool",
+    **NARROW,
 }
 
 
@@ -359,7 +362,7 @@ def node_support(node: torch.fx.Node) -> str | None:
     for arg in inputs:
         for t in _vals(arg.meta["val"]):
             if arg not in index_nodes:
-                dtypes.append(t.dtype)
+                dtypes.append(widened(t.dtype))
             elif t.dtype not in _INDEX_DTYPES:
                 return f"an index is {t.dtype} (int32 or int64 expected)"
     value = node.meta.get("val")
@@ -371,11 +374,11 @@ def node_support(node: torch.fx.Node) -> str | None:
             wanted = torch.float32
             if user.args[1] in entry.index_results:  # Converter.index_results
                 wanted = torch.int64
-            if not isinstance(item, torch.Tensor) or item.dtype != wanted:
+            if not isinstance(item, torch.Tensor) or widened(item.dtype) != wanted:
                 return "a result other than a float32 tensor is read"
         results: list[torch.dtype] = []
     else:
-        results = [t.dtype for t in _vals(value)]
+        results = [widened(t.dtype) for t in _vals(value)]
         if _reads_indices(node, entry):
             if results != [torch.int64]:
                 return f"the indices are {results} (int64 expected)"
@@ -465,6 +468,7 @@ class FxConverter(FxValues):
         constants, the others inputs. ``outputs``: keep only the last so many
         results (export lists buffer mutations first)."""
         env: dict[torch.fx.Node, Any] = {}
+        self._wide_constants: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for node in graph.nodes:
             try:
                 env[node] = self._node(node, env, constants)
@@ -517,14 +521,54 @@ class FxConverter(FxValues):
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
         with self.g.source(f"node '{node.name}' ({op_name(node.target)})"):
-            result = entry.fn(self, *args, **kwargs)
+            args, kwargs = pytree.tree_map(self._widened, (args, kwargs))
+            result = self._narrowed(entry.fn(self, *args, **kwargs), node)
         if isinstance(result, Value):
             result.named(node.name)
         return result
 
+    def _widened(self, x: Any) -> Any:
+        """A bfloat16/float16 tensor (a value or a constant) as float32, exact
+        (``narrow.py``); anything else as it is."""
+        if isinstance(x, Value) and x.dtype in NARROW.values():
+            return self.g.cast(x, "float32")
+        if isinstance(x, np.ndarray) and str(x.dtype) in NARROW.values():
+            # one float32 copy per constant, kept: ``tensor`` caches constants by
+            # the array's identity, which a temporary copy would reuse
+            key = id(x)
+            if key not in self._wide_constants:
+                self._wide_constants[key] = (x, x.astype(np.float32))
+            return self._wide_constants[key][1]
+        return x
+
+    def _narrowed(self, result: Any, node: torch.fx.Node) -> Any:
+        """The converter's ``result`` with each float32 value that PyTorch types
+        as bfloat16/float16 (``node.meta["val"]``) cast to that type, rounded
+        once."""
+        if result is None:
+            return None
+        typed = pytree.tree_leaves(node.meta.get("val"))
+        if not any(isinstance(t, torch.Tensor) and t.dtype in NARROW for t in typed):
+            return result
+        made = pytree.tree_leaves(result)
+        if len(made) != len(typed):
+            raise GraphError(
+                f"the converter made {len(made)} result(s) for PyTorch's {len(typed)}"
+            )
+        narrowed = [
+            self.g.cast(v, NARROW[t.dtype])
+            if isinstance(v, Value)
+            and isinstance(t, torch.Tensor)
+            and t.dtype in NARROW
+            and v.dtype == "float32"
+            else v
+            for v, t in zip(made, typed, strict=True)
+        ]
+        return pytree.tree_unflatten(narrowed, pytree.tree_structure(result))
+
 
 def _array(t: torch.Tensor) -> npt.NDArray[Any]:
-    array = t.detach().cpu().contiguous().numpy()
+    array = to_numpy(t.detach().cpu().contiguous())
     return np.array(array, copy=True)
 
 

@@ -364,8 +364,8 @@ def _identity(cv: FxValues, x: Arg, *args: Any, **kwargs: Any) -> Arg:
 
 def _check_float32(*args: Any, **kwargs: Any) -> str | None:
     dtype = kwargs.get("dtype")
-    if dtype in (None, torch.float32):
-        return None
+    if dtype in (None, torch.float32, torch.bfloat16, torch.float16):
+        return None  # to a narrow float: the importer's cast (narrow.py)
     return f"conversion to {dtype} (only float32 is computed)"
 
 
@@ -654,7 +654,9 @@ def _native_layer_norm(
 
 def _check_softmax_dtype(*args: Any, **kwargs: Any) -> str | None:
     dtype = kwargs.get("dtype", args[2] if len(args) > 2 else None)
-    if dtype in (None, False, torch.float32):  # _softmax's third is half_to_float
+    # _softmax's third argument is half_to_float: a bfloat16/float16 input's
+    # softmax given in float32, which is how the importer computes it anyway
+    if dtype in (None, False, True, torch.float32):
         return None
     return f"softmax in {dtype} is not supported"
 

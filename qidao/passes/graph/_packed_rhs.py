@@ -1,4 +1,4 @@
-"""The rewrite that ``pack-vnni`` and ``pack-panels`` share: a matmul's constant
+"""The rewrite that ``pack-vnni``, ``pack-panels`` and ``bf16-matmul`` share: a matmul's constant
 rhs replaced by a packed copy, the matmul rebuilt on it."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from qidao.dialects.tg import ConstantOp, MatmulIntegerOp, MatmulOp
+from qidao.dialects.tg import ConstantOp, MatmulBf16Op, MatmulIntegerOp, MatmulOp
 
 
 def replace_with_packed_rhs(
-    op: MatmulOp | MatmulIntegerOp,
+    op: MatmulOp | MatmulIntegerOp | MatmulBf16Op,
     rewriter: PatternRewriter,
     packed: np.ndarray,
     suffix: str,

@@ -53,7 +53,10 @@ the rules add what depends on its operands, type and uses.
      kernel sums in an int32 buffer of its own and the epilogue writes the
      output (``sink-reshape`` first moves an int8 convolution's reshape to NHWC
      below its requantization, so that the two meet in the product's shape).
-     Its elementwise side inputs join too (a residual's dequantization, used
+     A ``tg.matmul_bf16`` sums in a float32 buffer of its own the same way, so
+     its epilogue may end in the cast back to bfloat16 (always: its kernel needs
+     no option).
+     An int8 product's elementwise side inputs join too (a residual's dequantization, used
      only there). Only with the option ``integer_epilogues`` (the pipeline's
      ``vnni``: the CPU's int8 schedules keep that buffer per tile). The epilogue may be a DAG:
      GELU, ``h * 0.5 * (1 + erf(h / sqrt 2))``, uses ``h`` twice and joins whole.
@@ -145,6 +148,7 @@ from qidao.dialects.tg import (
     YieldOp,
 )
 from qidao.dialects.tg.base import TgOp
+from qidao.dialects.tg.packed_matmul import WideningMatmulOp
 from qidao.dialects.tg.types import element_of, shape_of
 
 
@@ -338,7 +342,7 @@ def _epilogue(anchor: Operation, block: Block) -> list[Operation]:
     escaping = _escaping({anchor, *dag})
     if len(escaping) != 1 or (
         # a mask whose select stayed outside would be the output
-        not isinstance(anchor, MatmulIntegerOp)
+        not isinstance(anchor, WideningMatmulOp)
         and element_of(escaping[0].type) != element_of(anchor.results[0].type)
     ):
         dag = _epilogue_chain(anchor)
@@ -382,8 +386,9 @@ def _joins_epilogue(op: Operation, anchor: Operation) -> bool:
         and op.parent is anchor.parent
         and shape_of(op.results[0].type) == shape_of(anchor.results[0].type)
         and (
-            # an int8 product sums in a buffer of its own: any type may follow
-            isinstance(anchor, MatmulIntegerOp)
+            # an int8 or bf16 product sums in a buffer of its own: any type may
+            # follow
+            isinstance(anchor, WideningMatmulOp)
             or element_of(op.results[0].type) == element_of(anchor.results[0].type)
         )
     )

@@ -1,12 +1,15 @@
 """``tensorize``: a 16 x 16 matmul tile becomes one warp's tensor-core operation
-(GPU), or a 16 x 4 block of byte products one ``vpdpbusd`` (CPU), or a block of
-an int8 matmul AMX tile products (CPU).
+(GPU), or a 16 x 4 block of byte products one ``vpdpbusd`` (CPU), a 16 x 2 block
+of bfloat16 products one ``vdpbf16ps`` (CPU), or a block of an int8 matmul AMX
+tile products (CPU).
 
 The CPU's intrinsic, ``avx512_vnni`` (``tensorize{kernel="k" loop="j_i_i"
 intrinsic="avx512_vnni"}``), replaces the two loops of an int8 matmul's block
 (16 int32 columns, 4 bytes of K) by vector loads and one
 ``x86vector.avx512.vpdpbusd``: its rules and its errors are
-``qidao/passes/schedule/loops/vnni.py``'s. ``amx_int8`` replaces the four loops
+``qidao/passes/schedule/loops/vnni.py``'s; ``avx512_bf16`` does the same for a
+bfloat16 matmul's block (16 float32 columns, 2 bfloat16s of K, one
+``x86vector.avx512.dot``). ``amx_int8`` (``amx_bf16``) replaces the four loops
 of a 16-32 x K x 16-32 block (rows, groups of four bytes, columns, bytes) by AMX
 tile loads, ``tdpbusd`` products and stores, the sums in tiles for the whole K:
 ``qidao/passes/schedule/loops/amx.py``. The rest of this page is the GPU's.
@@ -176,6 +179,7 @@ from qidao.passes.schedule.bind import (
     stride_threads,
     top_level_nest,
 )
+from qidao.passes.schedule.loops.amx import BF16_INTRINSIC as AMX_BF16_INTRINSIC
 from qidao.passes.schedule.loops.amx import INTRINSIC as AMX_INTRINSIC
 from qidao.passes.schedule.loops.amx import AmxMatcher
 from qidao.passes.schedule.loops.errors import (
@@ -193,8 +197,8 @@ from qidao.passes.schedule.loops.nest import (
     root_buffer,
     step_of,
 )
+from qidao.passes.schedule.loops.vnni import BF16_INTRINSIC, VnniMatcher
 from qidao.passes.schedule.loops.vnni import INTRINSIC as VNNI_INTRINSIC
-from qidao.passes.schedule.loops.vnni import VnniMatcher
 
 PRIMITIVE = "tensorize"
 WARP = 32
@@ -693,20 +697,25 @@ def tensorize(module: ModuleOp, kernel: str, loop: str, intrinsic: str) -> None:
     """Check the tile headed by ``loop`` of ``kernel`` (rules 1-7) and mark it with
     ``intrinsic`` (one of ``INTRINSICS``)."""
     fn, head = find_loop(module, PRIMITIVE, kernel, loop)
-    if intrinsic in (VNNI_INTRINSIC, AMX_INTRINSIC):  # the CPU's: loops replaced
+    cpu = (VNNI_INTRINSIC, BF16_INTRINSIC, AMX_INTRINSIC, AMX_BF16_INTRINSIC)
+    if intrinsic in cpu:  # the CPU's: the loops replaced
         errors: dict[str, type[IllegalScheduleError]] = {
             "tile": NotMatmulTileError,
             "extent": TileExtentError,
             "dtype": TileDtypeError,
             "stride": TileStrideError,
         }
-        matcher = VnniMatcher if intrinsic == VNNI_INTRINSIC else AmxMatcher
-        matcher(fn, head, kernel, loop, errors).rewrite()
+        bf16 = intrinsic in (BF16_INTRINSIC, AMX_BF16_INTRINSIC)
+        amx = intrinsic in (AMX_INTRINSIC, AMX_BF16_INTRINSIC)
+        matcher = AmxMatcher if amx else VnniMatcher
+        matcher(fn, head, kernel, loop, errors, bf16).rewrite()
         return
     if intrinsic not in INTRINSICS:
         known = ", ".join(f"{n} ({i.m}x{i.n}x{i.k})" for n, i in INTRINSICS.items())
         known += f", {VNNI_INTRINSIC} (CPU: 16 x 4 bytes, loops/vnni.py)"
+        known += f", {BF16_INTRINSIC} (CPU: 16 x 2 bfloat16s, loops/vnni.py)"
         known += f", {AMX_INTRINSIC} (CPU: 16-32 x K x 16-32 bytes, loops/amx.py)"
+        known += f", {AMX_BF16_INTRINSIC} (CPU: the same of bfloat16s, loops/amx.py)"
         raise InvalidArgumentError(
             PRIMITIVE,
             kernel,

@@ -17,6 +17,7 @@ from qidao.dialects.tg import (
     Conv2dOp,
     FusedOp,
     GridSampleOp,
+    MatmulBf16Op,
     MatmulIntegerOp,
     MatmulOp,
     NmsKeepOp,
@@ -44,7 +45,7 @@ def _old_flops(op: Operation) -> int:
         return 0
     if isinstance(op, ContiguousOp):
         return numel(op.result.type)
-    if isinstance(op, MatmulOp | MatmulIntegerOp):
+    if isinstance(op, MatmulOp | MatmulIntegerOp | MatmulBf16Op):
         k = shape_of(op.lhs.type)[-1]
         return 2 * numel(op.result.type) * k
     if isinstance(op, Conv2dOp):

@@ -22,6 +22,7 @@ from qidao.dialects.tg import (
     Conv2dOp,
     CustomYieldOp,
     ElementwiseOp,
+    MatmulBf16Op,
     MatmulIntegerOp,
     MatmulOp,
     ReduceMaxOp,
@@ -42,7 +43,7 @@ FUSION_ROLES = {"elementwise", "reduction", "anchor", "boundary"}
 
 OLD_REDUCTIONS = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp)
 """``fuse.py``'s ``Reduction``: the ops that seed and join row groups."""
-OLD_ANCHORS = (MatmulOp, Conv2dOp, MatmulIntegerOp)
+OLD_ANCHORS = (MatmulOp, Conv2dOp, MatmulIntegerOp, MatmulBf16Op)
 """``fuse.py``'s ``_fuse_anchors``: the ops that head a group with an epilogue
 (``tg.matmul_integer`` since its requantization fuses)."""
 

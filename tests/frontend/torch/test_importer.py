@@ -530,10 +530,16 @@ def test_calls_take_and_return_torch_tensors_and_check_inputs() -> None:
         compiled(np.zeros((4, 16), np.float32))
     with pytest.raises(TypeError, match="takes 1 input"):
         compiled(torch.randn(4, 16), torch.randn(4, 16))
-    # issue 12, R13: a sparse or bfloat16 tensor is named, not a raw torch error
+    # issue 12, R13: a sparse tensor, or one of a dtype NumPy lacks, is named, not
+    # a raw torch error; a bfloat16 tensor converts, and is refused by the
+    # compiled signature (float32) with what it expected
     with pytest.raises(ArgumentError, match=r"torch.sparse_coo tensor.*to_dense"):
         compiled(torch.randn(4, 16).to_sparse())
-    with pytest.raises(ArgumentError, match=r"dtype torch.bfloat16"):
+    with pytest.raises(ArgumentError, match=r"dtype torch.complex64"):
+        compiled(torch.randn(4, 16, dtype=torch.complex64))
+    with pytest.raises(
+        ArgumentError, match=r"input 'x' \(#0\).*dtype float32, got dtype bfloat16"
+    ):
         compiled(torch.randn(4, 16).to(torch.bfloat16))
 
 

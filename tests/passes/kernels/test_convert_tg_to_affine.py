@@ -197,6 +197,12 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<5x2x4xi32>",
         [["b0_init", "i_init", "j_init", "b0", "i", "k", "j", "r"]],
     ),
+    "tg.matmul_bf16": (
+        "%a: tensor<5x2x4xbf16>, %b: tensor<1x2x16x2xbf16>",
+        '%r = tg.matmul_bf16 %a, %b rhs_layout = "vnni_panels" : (tensor<5x2x4xbf16>, tensor<1x2x16x2xbf16>) -> tensor<5x2x16xf32>',
+        "%r : tensor<5x2x16xf32>",
+        [["b0_init", "i_init", "j_init", "b0", "i", "k", "j", "r"]],
+    ),
     "tg.conv2d": (
         f"%x: {NCHW}, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>",
         f"%r = tg.conv2d %x, %w, %b strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 : ({NCHW}, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>",
@@ -456,6 +462,8 @@ ALLOWED_IN_KERNELS = (
     # tg.matmul_integer: each byte widened to i32 by its signedness
     arith.ExtUIOp,
     arith.ExtSIOp,
+    # tg.matmul_bf16: each bfloat16 widened (its 16 bits the top half of an f32)
+    arith.BitcastOp,
     # tg.grid_sample: positions (floor, kept finite) and reflected entries
     math.FloorOp,
     arith.MaxnumfOp,

@@ -34,10 +34,30 @@ from qidao.runtime.profile import RUNTIME_IR
 
 VNNI_FEATURE = "avx512vnni"
 """LLVM's name for AVX-512 VNNI (``vpdpbusd``)."""
+BF16_FEATURE = "avx512bf16"
+"""LLVM's name for AVX512_BF16 (``vdpbf16ps``)."""
 
 HOST_STAGE = "schedule"
 """The last stage before loops are lowered: its host program is what
 ``compiled.stats`` counts (launches, buffers, bytes)."""
+
+
+_FEATURES = {"AVX-512 VNNI": VNNI_FEATURE, "AVX512_BF16": BF16_FEATURE}
+
+
+def _host_option(value: object, name: str, what: str) -> bool:
+    """An option that uses the CPU feature ``what``: None -> whether the host has
+    it; True on a host without it is an error (the program would stop on an
+    illegal instruction)."""
+    feature = _FEATURES[what]
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{name} must be None, True or False, got {value!r}")
+    if value and not host_has(feature):
+        raise ValueError(
+            f"{name}=True, but this CPU has no {what} (LLVM's feature '{feature}'); "
+            f"leave {name} out (None) to use it where it exists"
+        )
+    return host_has(feature) if value is None else value
 
 
 def _default_schedule(spec: object) -> bool:
@@ -56,6 +76,7 @@ class CpuTarget:
         "profile": False,
         "update_in_place": True,
         "vnni": None,
+        "bf16": None,
         "amx": None,
         "pack_weights": None,
     }
@@ -64,9 +85,16 @@ class CpuTarget:
     (the default): where the host CPU has it. True on a CPU without it is an
     error (the program would stop on an illegal instruction).
 
+    ``bf16``: compute the matmuls of a bfloat16 model (a float32 product of
+    widened bfloat16s by a constant bfloat16 weight) with ``vdpbf16ps``, the
+    weight stored in bfloat16 (the ``bf16-matmul`` pass, ``tensorize``'s
+    ``avx512_bf16``); None (the default): where the host CPU has AVX512_BF16;
+    False: in float32. True on a CPU without it is an error, as for ``vnni``.
+
     ``amx``: compute those int8 matmuls (their rhs packed: ``vnni`` on) with AMX
     tile products (``tdpbusd``, ``tensorize``'s ``amx_int8``) where the shapes
-    allow; None (the default): where the CPU has AMX-INT8 and Linux grants the
+    allow, and those bfloat16 matmuls (``tdpbf16ps``, ``amx_bf16``) where the CPU
+    has AMX-BF16 too; None (the default): where the CPU has AMX-INT8 and Linux grants the
     process its tiles (``qidao/runtime/amx.py``). True where it cannot is an
     error, as for ``vnni``.
 
@@ -76,17 +104,10 @@ class CpuTarget:
     written."""
 
     def check(self, settings: Settings) -> None:
-        vnni = settings.options["vnni"]
-        if vnni is not None and not isinstance(vnni, bool):
-            raise TypeError(f"vnni must be None, True or False, got {vnni!r}")
-        if vnni and not host_has(VNNI_FEATURE):
-            raise ValueError(
-                "vnni=True, but this CPU has no AVX-512 VNNI (LLVM's feature "
-                f"'{VNNI_FEATURE}'); leave vnni out (None) to use it where it exists"
-            )
         options = settings.options
         assert isinstance(options, dict)  # check_settings's merged options
-        options["vnni"] = host_has(VNNI_FEATURE) if vnni is None else vnni
+        options["vnni"] = _host_option(options["vnni"], "vnni", "AVX-512 VNNI")
+        options["bf16"] = _host_option(options["bf16"], "bf16", "AVX512_BF16")
         amx = settings.options["amx"]
         if amx is not None and not isinstance(amx, bool):
             raise TypeError(f"amx must be None, True or False, got {amx!r}")

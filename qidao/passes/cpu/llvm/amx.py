@@ -13,6 +13,7 @@ exists and LLVM allocates no tile registers of its own:
   with the indexed element's address and the row stride in bytes (``tile_store``:
   ``@llvm.x86.tilestored64``);
 - ``amx.tile_mul c, a, b`` -> ``@llvm.x86.tdpbusd(i8 c, i8 a, i8 b)``;
+  ``amx.tile_mulf c, a, b`` -> ``@llvm.x86.tdpbf16ps(i8 c, i8 a, i8 b)``;
 - ``amx.tile_release`` -> ``@llvm.x86.tilerelease()``.
 """
 
@@ -25,6 +26,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from qidao.dialects.amx import (
     TileConfigOp,
     TileLoadOp,
+    TileMulfOp,
     TileMulOp,
     TileReleaseOp,
     TileStoreOp,
@@ -100,9 +102,10 @@ def _memory(op: Operation, fl: FunctionLowering) -> None:
 
 
 def _mul(op: Operation, fl: FunctionLowering) -> None:
-    assert isinstance(op, TileMulOp)
+    assert isinstance(op, TileMulOp | TileMulfOp)
     tiles = [_imm(fl, t) for t in (op.acc, op.a, op.b)]
-    fl.emit(llvm.CallIntrinsicOp("llvm.x86.tdpbusd", tiles, []))
+    name = "llvm.x86.tdpbusd" if isinstance(op, TileMulOp) else "llvm.x86.tdpbf16ps"
+    fl.emit(llvm.CallIntrinsicOp(name, tiles, []))
 
 
 def _release(op: Operation, fl: FunctionLowering) -> None:
@@ -116,5 +119,6 @@ HANDLERS: dict[type[Operation], Handler] = {
     TileLoadOp: _memory,
     TileStoreOp: _memory,
     TileMulOp: _mul,
+    TileMulfOp: _mul,
     TileReleaseOp: _release,
 }

@@ -5,8 +5,9 @@ The ``fuse`` pass makes three kinds of group; the body says which one it is:
 - a ``tg.matmul`` (with an lhs prologue and/or an epilogue): the matmul nest
   ``b.., i, k, j`` with the prologue in the ``k`` body, then the epilogue in a
   top-level nest of its own, ``b.._epi, i_epi, j_epi`` (``matmul.py``);
-- a ``tg.matmul_integer`` with an epilogue (the requantization): the product
-  summed in an int32 buffer of the kernel's own, then the epilogue nest
+- a ``tg.matmul_integer`` with an epilogue (the requantization), or a
+  ``tg.matmul_bf16`` with one (the cast back to bfloat16): the product summed in
+  an int32 (float32) buffer of the kernel's own, then the epilogue nest
   ``b.._epi, i_epi, j_epi`` writing the output from it (``matmul_integer.py``);
 - a ``tg.conv2d`` with an epilogue: NCHW, the nest ``n, f, oh, ow, c, kh, kw`` with
   the epilogue applied to the finished sum before its store (no extra loop); NHWC,
@@ -25,6 +26,7 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from qidao.dialects import tg
+from qidao.dialects.tg.packed_matmul import WideningMatmulOp
 from qidao.passes.kernels.lowering.common import (
     Kernel,
     Source,
@@ -52,7 +54,7 @@ def lower_fused(
     anchors = [
         o
         for o in block.ops
-        if isinstance(o, tg.MatmulOp | tg.MatmulIntegerOp | tg.Conv2dOp)
+        if isinstance(o, tg.MatmulOp | WideningMatmulOp | tg.Conv2dOp)
     ]
     reductions = [o for o in block.ops if isinstance(o, tg.ReduceOp)]
     if len(anchors) > 1 or (anchors and reductions):
@@ -63,7 +65,7 @@ def lower_fused(
         )
     if anchors and isinstance(anchors[0], tg.MatmulOp):
         lower_matmul_group(op, anchors[0], k, args, pool)
-    elif anchors and isinstance(anchors[0], tg.MatmulIntegerOp):
+    elif anchors and isinstance(anchors[0], WideningMatmulOp):
         lower_matmul_integer_group(op, anchors[0], k, args, pool)
     elif anchors and isinstance(anchors[0], tg.Conv2dOp):
         _lower_conv2d_group(op, anchors[0], k, args, pool)

@@ -90,6 +90,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.GatherOp: lower_gather,
     tg.GridSampleOp: lower_grid_sample,
     tg.MatmulOp: lower_matmul,
+    tg.MatmulBf16Op: lower_matmul_integer,
     tg.MatmulIntegerOp: lower_matmul_integer,
     tg.MaxPool2dOp: lower_pool,
     tg.PadOp: lower_pad,

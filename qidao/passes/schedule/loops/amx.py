@@ -1,6 +1,6 @@
-"""``tensorize``'s CPU intrinsic ``amx_int8``: a block of an int8 matmul, whole
-along K, becomes AMX tile products (``tdpbusd``), its int32 sums kept in tiles
-for the whole reduction.
+"""``tensorize``'s CPU intrinsics ``amx_int8`` and ``amx_bf16``: a block of an
+int8 (bfloat16) matmul, whole along K, becomes AMX tile products (``tdpbusd``;
+``tdpbf16ps``), its int32 (float32) sums kept in tiles for the whole reduction.
 
     for i in [0, 16a)                          amx.tile_config (16 rows x 64 bytes each)
       for k in [0, K4)                         C tiles (a x b) <- C[i0 + 16 ta, j0 + 16 tb]
@@ -49,12 +49,27 @@ A ``ui8 x i8`` ``tg.matmul_integer`` with its rhs packed for VNNI lowers to such
 loops once split and reordered (``qidao/compiler/targets/cpu/defaults/
 matmul_integer.py``'s AMX schedule). The result is the same integers in the same
 wrapping int32 arithmetic, summed in another order (exact).
+
+``amx_bf16`` is the same block of bfloat16 pairs: ``r`` 2, ``k`` over pairs (A's
+index moves with ``k`` by 2), the body ``avx512_bf16``'s (``C[..] = addf(C[..],
+mulf(bf16(A[..]), bf16(P[..])))``, A and P ``i16``, C ``f32``), P's last three
+dimensions with strides ``[2 w, 2, 1]`` (a ``tg.matmul_bf16`` rhs in panels of
+``w`` columns: a tile row is 16 columns' 64 contiguous bytes, the next row the
+next pair of k), C zeroed by a store of 0.0, and each product one
+``amx.tile_mulf`` (``tdpbf16ps``): the same float32 products (exact) summed in
+another order, inputs and sums below 2**-126 flushed to zero.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import affine, arith, func
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -64,6 +79,7 @@ from qidao.dialects.amx import (
     TILES,
     TileConfigOp,
     TileLoadOp,
+    TileMulfOp,
     TileMulOp,
     TileStoreOp,
     TileZeroOp,
@@ -85,11 +101,12 @@ from qidao.passes.schedule.loops.nest import (
 from qidao.passes.schedule.loops.vnni import VnniMatcher
 
 INTRINSIC = "amx_int8"
+BF16_INTRINSIC = "amx_bf16"
 
 ROWS = MAX_ROWS
 """A tile's rows (of A and C)."""
 K_STEP = MAX_COLSB // GROUP
-"""Groups of four bytes per tile row: 16."""
+"""Groups per tile row: 16 (of four bytes; of two bfloat16s, the same 64 bytes)."""
 C_TILES, A_TILES, B_TILES = (0, 1, 2, 3), (4, 5), (6, 7)
 
 
@@ -103,7 +120,8 @@ class AmxMatcher(VnniMatcher):
         i_loop, k_loop, j_loop, r_loop = self._loops()
         block = self._block(r_loop)
         ivs = {"i": iv(i_loop), "k": iv(k_loop), "j": iv(j_loop), "r": iv(r_loop)}
-        self._check_moves_of(block.a, "A", ivs, {"i": (1, 1), "k": (0, 4), "r": (0, 1)})
+        g = self.group
+        self._check_moves_of(block.a, "A", ivs, {"i": (1, 1), "k": (0, g), "r": (0, 1)})
         self._check_moves_of(block.p, "P", ivs, {"k": (2, 1), "j": (1, 1), "r": (0, 1)})
         self._check_moves_of(block.c, "C", ivs, {"i": (1, 1), "j": (0, 1)})
         self._check_layout(block.a, block.p, block.c)
@@ -183,8 +201,9 @@ class AmxMatcher(VnniMatcher):
         for tb in range(b_cols):
             at = index(block.p, {"k": kk, "j": const(ROWS * tb)})
             emit(TileLoadOp(B_TILES[tb], block.p.memref, at, rows_dim_p))
+        product = TileMulfOp if self.bf16 else TileMulOp
         for (ta, tb), tile in c_tiles.items():
-            emit(TileMulOp(tile, A_TILES[ta], B_TILES[tb]))
+            emit(product(tile, A_TILES[ta], B_TILES[tb]))
         before = self.head
         for key, tile in c_tiles.items():
             emit(TileStoreOp(tile, block.store.memref, c_at[key], rows_dim_c))
@@ -200,14 +219,14 @@ class AmxMatcher(VnniMatcher):
                 raise self.fail(
                     "tile",
                     f"loop '{loop_name(loops[-1])}' must hold exactly one loop (the "
-                    "block is i, then k over groups of four bytes, then j, then r)",
+                    f"block is i, then k over groups of {self.group}, then j, then r)",
                 )
             loops.append(inner)
         rules = (
             ("i", (ROWS, 2 * ROWS)),
             ("k", None),
             ("j", (ROWS, 2 * ROWS)),
-            ("r", (GROUP,)),
+            ("r", (self.group,)),
         )
         for loop, (what, allowed) in zip(loops, rules, strict=True):
             bounds = constant_bounds(loop)
@@ -278,12 +297,12 @@ class AmxMatcher(VnniMatcher):
                 )
         t = _type(p)
         shape, strides = t.get_shape(), memref_strides(t)
-        n = shape[-2]
-        if shape[-1] != GROUP or strides[-2] != GROUP or strides[-3] != GROUP * n:
+        n, g = shape[-2], self.group
+        if shape[-1] != g or strides[-2] != g or strides[-3] != g * n:
             raise self.fail(
                 "stride",
-                f"P's last three dimensions must be [K/4, N, {GROUP}] with strides "
-                f"[{GROUP} N, {GROUP}, 1] (a tile row is 16 columns' 64 contiguous "
+                f"P's last three dimensions must be [K/{g}, N, {g}] with strides "
+                f"[{g} N, {g}, 1] (a tile row is 16 columns' 64 contiguous "
                 f"bytes), got {t}",
             )
 
@@ -370,7 +389,7 @@ def _zeroing_nest(
     value = store.value.owner
     if not (
         isinstance(value, arith.ConstantOp)
-        and isinstance(value.value, IntegerAttr)
+        and isinstance(value.value, IntegerAttr | FloatAttr)
         and value.value.value.data == 0
     ):
         return None

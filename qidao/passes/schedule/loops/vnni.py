@@ -1,5 +1,6 @@
-"""``tensorize``'s CPU intrinsic ``avx512_vnni``: a 16 x 4 block of 8-bit
-multiply-adds becomes one ``vpdpbusd``.
+"""``tensorize``'s CPU intrinsics ``avx512_vnni``, a 16 x 4 block of 8-bit
+multiply-adds made one ``vpdpbusd``, and ``avx512_bf16``, a 16 x 2 block of
+bfloat16 multiply-adds made one ``vdpbf16ps``.
 
     for j in [0, 16)                                  %a = vector.load A[.., i, 4q]     : vector<4xi8>
       for r in [0, 4)                         ==>     %b = vector.load P[.., q, j0, 0]  : vector<64xi8>
@@ -31,6 +32,15 @@ A ``ui8 x i8`` ``tg.matmul_integer`` with its rhs packed (``rhs_layout =
 and its default schedule tensorizes them (``qidao/compiler/targets/cpu/defaults/
 matmul_integer.py``). The result is the same integers in the same wrapping i32
 arithmetic, in another order of additions (exact).
+
+``avx512_bf16`` is the same with pairs: ``r`` from 0 to 2, the body
+``C[..] = addf(C[..], mulf(bf16(A[..]), bf16(P[..])))`` where ``bf16(x)`` is a
+bfloat16 widened from its ``i16`` bits (``bitcast(shli(extui(x), 16))``, the
+lowering's), A and P ``i16`` memrefs, C an ``f32`` memref, P's last two
+dimensions ``[.., N, 2]`` with strides ``[.., 2, 1]``; the block becomes one
+``x86vector.avx512.dot``. A ``tg.matmul_bf16`` with its rhs packed lowers to
+such loops. The result is the same float32 products (exact) summed in another
+order, with inputs and sums below 2**-126 flushed to zero.
 """
 
 from __future__ import annotations
@@ -45,13 +55,15 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     VectorType,
+    f32,
+    i16,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from qidao.dialects.amx import memref_strides
-from qidao.dialects.x86vector import GROUP, LANES, Vpdpbusd
+from qidao.dialects.x86vector import GROUP, LANES, PAIR, DotBf16, Vpdpbusd
 from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.linear import coefficient
 from qidao.passes.schedule.loops.nest import (
@@ -63,6 +75,7 @@ from qidao.passes.schedule.loops.nest import (
 )
 
 INTRINSIC = "avx512_vnni"
+BF16_INTRINSIC = "avx512_bf16"
 
 _I8 = IntegerType(8)
 _P = TypeVar("_P", bound=Operation)
@@ -82,7 +95,8 @@ class _Block:
 @dataclass
 class VnniMatcher:
     """Checks and rewrites the block headed by ``head`` (module docstring);
-    ``fail`` makes the error (``tensorize``'s ``TileError`` subclasses)."""
+    ``fail`` makes the error (``tensorize``'s ``TileError`` subclasses).
+    ``bf16``: the ``avx512_bf16`` block, else ``avx512_vnni``'s."""
 
     fn: func.FuncOp
     head: affine.ForOp
@@ -90,6 +104,11 @@ class VnniMatcher:
     loop: str
     errors: dict[str, type[IllegalScheduleError]]
     """``"tile"``, ``"extent"``, ``"dtype"``, ``"stride"``: the error per rule."""
+    bf16: bool = False
+
+    @property
+    def group(self) -> int:
+        return PAIR if self.bf16 else GROUP
 
     def fail(self, rule: str, reason: str) -> IllegalScheduleError:
         return self.errors[rule]("tensorize", self.kernel, self.loop, reason)
@@ -121,14 +140,15 @@ class VnniMatcher:
                 values.append(apply.result)
             return values
 
-        ops: list[Operation] = []
-        a = vector.LoadOp(block.a.memref, at_start(block.a), VectorType(_I8, [GROUP]))
+        g, element = self.group, (i16 if self.bf16 else _I8)
+        a = vector.LoadOp(block.a.memref, at_start(block.a), VectorType(element, [g]))
         b = vector.LoadOp(
-            block.p.memref, at_start(block.p), VectorType(_I8, [LANES * GROUP])
+            block.p.memref, at_start(block.p), VectorType(element, [LANES * g])
         )
         c_index = at_start(block.c)
-        c = vector.LoadOp(block.c.memref, c_index, VectorType(i32, [LANES]))
-        dot = Vpdpbusd(c.result, a.result, b.result)
+        acc = VectorType(f32 if self.bf16 else i32, [LANES])
+        c = vector.LoadOp(block.c.memref, c_index, acc)
+        dot = (DotBf16 if self.bf16 else Vpdpbusd)(c.result, a.result, b.result)
         ops = [a, b, c, dot, vector.StoreOp(dot.result, block.store.memref, c_index)]
         for op in ops:
             parent.insert_op_before(op, self.head)
@@ -142,14 +162,14 @@ class VnniMatcher:
             raise self.fail(
                 "tile",
                 "the loop must hold exactly one loop (j over 16 columns, then r over "
-                "the 4 bytes of a group)",
+                f"the {self.group} elements of a group)",
             )
-        for loop, extent in ((self.head, LANES), (inner, GROUP)):
+        for loop, extent in ((self.head, LANES), (inner, self.group)):
             bounds = constant_bounds(loop)
             if bounds != (0, extent) or step_of(loop) != 1 or loop.inits:
                 raise self.fail(
                     "extent",
-                    f"the loops must run 0 to {LANES} and 0 to {GROUP}, step 1, "
+                    f"the loops must run 0 to {LANES} and 0 to {self.group}, step 1, "
                     f"without iter_args; loop '{_loop_name(loop)}' runs "
                     f"{'non-constant bounds' if bounds is None else bounds} step "
                     f"{step_of(loop)}",
@@ -157,6 +177,8 @@ class VnniMatcher:
         return self.head, inner
 
     def _block(self, r_loop: affine.ForOp) -> _Block:
+        if self.bf16:
+            return self._bf16_block(r_loop)
         ops = body_ops(r_loop)
         stores = [op for op in ops if isinstance(op, affine.StoreOp)]
         want = "C[..] = addi(C[..], muli(extui(A[..]), extsi(P[..]))) and nothing else"
@@ -194,6 +216,47 @@ class VnniMatcher:
                 )
         return _Block(a, p, c, store)
 
+    def _bf16_block(self, r_loop: affine.ForOp) -> _Block:
+        ops = body_ops(r_loop)
+        stores = [op for op in ops if isinstance(op, affine.StoreOp)]
+        want = "C[..] = addf(C[..], mulf(bf16(A[..]), bf16(P[..]))) and nothing else"
+        add = stores[0].value.owner if len(stores) == 1 else None
+        if not isinstance(add, arith.AddfOp):
+            raise self.fail("tile", f"the inner loop's body must be {want}")
+        c, mul = _either(add.lhs, add.rhs, affine.LoadOp, arith.MulfOp)
+        if c is None or mul is None:
+            raise self.fail("tile", f"the inner loop's body must be {want}")
+        widened = [_bf16_load(x) for x in (mul.lhs, mul.rhs)]
+        if widened[0] is None or widened[1] is None:
+            raise self.fail(
+                "dtype",
+                "the product must be of two bfloat16s widened from their i16 bits "
+                "(bitcast(shli(extui(x), 16)) to f32): vdpbf16ps's operands",
+            )
+        (a, chain_a), (p, chain_p) = widened[0], widened[1]
+        if _moves_with_j(p, r_loop) is False and _moves_with_j(a, r_loop):
+            a, p = p, a  # the rhs is the operand that moves along the columns
+        store = stores[0]
+        matched = {store, add, c, mul, a, p, *chain_a, *chain_p}
+        if any(
+            op not in matched and not isinstance(op, arith.ConstantOp) for op in ops
+        ):
+            raise self.fail("tile", f"the inner loop's body must be {want}")
+        if c.memref is not store.memref or _index(c) != _index(store):
+            raise self.fail("tile", "C's load and store must be the same element")
+        for what, op, element in (("A", a, i16), ("P", p, i16), ("C", c, f32)):
+            if _element(op.memref.type) != element or op.result.type != element:
+                raise self.fail(
+                    "dtype",
+                    f"{what} must be a memref of {element}, got {op.memref.type}",
+                )
+        for value in (mul.result, add.result):
+            if value.type != f32:
+                raise self.fail(
+                    "dtype", f"the arithmetic must be f32, got {value.type}"
+                )
+        return _Block(a, p, c, store)
+
     def _check_moves(self, block: _Block, j: SSAValue, r: SSAValue) -> None:
         # (memref, its name, expected (j, r) coefficients of each index from the last)
         wanted: tuple[tuple[affine.LoadOp, str, tuple[tuple[int, int], ...]], ...] = (
@@ -222,11 +285,12 @@ class VnniMatcher:
                 raise self.fail(
                     "stride", f"{what}'s last dimension has stride {strides[-1]}"
                 )
-            if what == "P" and (t.get_shape()[-1] != GROUP or strides[-2] != GROUP):
+            g = self.group
+            if what == "P" and (t.get_shape()[-1] != g or strides[-2] != g):
                 raise self.fail(
                     "stride",
-                    f"P's last two dimensions must be [.., N, {GROUP}] with strides "
-                    f"[.., {GROUP}, 1] (64 contiguous bytes a block), got {t}",
+                    f"P's last two dimensions must be [.., N, {g}] with strides "
+                    f"[.., {g}, 1] (64 contiguous bytes a block), got {t}",
                 )
 
 
@@ -239,6 +303,39 @@ def _either(
         if isinstance(p, first) and isinstance(q, second):
             return p, q
     return None, None
+
+
+def _bf16_load(value: SSAValue) -> tuple[affine.LoadOp, list[Operation]] | None:
+    """The ``i16`` load that ``value`` widens to f32 as a bfloat16
+    (``bitcast(shli(extui(load), 16))``) and the three ops between, or None."""
+    cast = value.owner
+    if not isinstance(cast, arith.BitcastOp) or cast.result.type != f32:
+        return None
+    shift = cast.input.owner
+    if not isinstance(shift, arith.ShLIOp) or _constant(shift.rhs) != 16:
+        return None
+    ext = shift.lhs.owner
+    if not isinstance(ext, arith.ExtUIOp) or ext.result.type != i32:
+        return None
+    load = ext.input.owner
+    if not isinstance(load, affine.LoadOp):
+        return None
+    return load, [cast, shift, ext]
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp):
+        attr = owner.value
+        data = getattr(attr, "value", None)
+        return getattr(data, "data", None)
+    return None
+
+
+def _moves_with_j(load: affine.LoadOp, r_loop: affine.ForOp) -> bool:
+    """Whether ``load``'s index uses the column loop (``r_loop``'s parent)."""
+    j_loop = r_loop.parent_op()
+    return isinstance(j_loop, affine.ForOp) and iv(j_loop) in load.indices
 
 
 def _index(op: affine.LoadOp | affine.StoreOp) -> tuple[object, ...]:

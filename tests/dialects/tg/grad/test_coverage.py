@@ -38,6 +38,9 @@ NO_RULE = {
     "tg.shift_left",
     "tg.shift_right",
     "tg.matmul_integer",  # 8-bit integers in, int32 out
+    # made by a graph pass (bf16-matmul) after autodiff ran: a gradient is taken
+    # of the tg.matmul it replaces
+    "tg.matmul_bf16",
     # i64 positions: TopK's values are a tg.gather_elements of the input by them,
     # whose rule carries the gradient (test_sort.py)
     "tg.top_k_indices",

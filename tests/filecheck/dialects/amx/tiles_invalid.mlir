@@ -56,8 +56,34 @@ func.func @rows_along_the_row(%c: memref<16x16xi32>, %i: index) {
 
 // -----
 
-// CHECK: amx.tile_load: the memref must hold i8 or i32, got memref<16x16xf32>
-func.func @float_tile(%c: memref<16x16xf32>, %i: index) {
-  amx.tile_load 0, %c[%i, %i] : memref<16x16xf32> rows_dim 0
+// CHECK: amx.tile_load: the memref must hold i8, i16 (bfloat16 bits), i32 or f32, got memref<16x16xf64>
+func.func @double_tile(%c: memref<16x16xf64>, %i: index) {
+  amx.tile_load 0, %c[%i, %i] : memref<16x16xf64> rows_dim 0
+  func.return
+}
+
+// -----
+
+// bfloat16s move as their i16 bits, not as bf16.
+
+// CHECK: amx.tile_store: the memref must hold i8, i16 (bfloat16 bits), i32 or f32, got memref<16x32xbf16>
+func.func @bf16_tile(%c: memref<16x32xbf16>, %i: index) {
+  amx.tile_store 0, %c[%i, %i] : memref<16x32xbf16> rows_dim 0
+  func.return
+}
+
+// -----
+
+// CHECK: amx.tile_mulf: acc, a and b must be three different tiles, got [1, 4, 1]
+func.func @same_tile_mulf() {
+  amx.tile_mulf 1, 4, 1
+  func.return
+}
+
+// -----
+
+// CHECK: amx.tile_mulf: b must be a tile 0..7, got 9
+func.func @no_such_tile_mulf() {
+  amx.tile_mulf 0, 4, 9
   func.return
 }

@@ -55,10 +55,12 @@ def _schedulers(amx: bool) -> dict[str, Scheduler]:
     )
     from qidao.compiler.targets.cpu.defaults.matmul import schedule_matmul
     from qidao.compiler.targets.cpu.defaults.matmul_integer import (
+        schedule_matmul_bf16,
         schedule_matmul_integer,
     )
     from qidao.compiler.targets.cpu.defaults.pool import schedule_pool
     from qidao.compiler.targets.cpu.defaults.reduce import schedule_reduce
+    from qidao.runtime.amx import amx_bf16_available
 
     def conv(s: Schedule, kernel: str, threads: int) -> str:
         from qidao.compiler.targets.cpu.defaults.conv import schedule_conv
@@ -77,6 +79,9 @@ def _schedulers(amx: bool) -> dict[str, Scheduler]:
     return {
         "matmul": schedule_matmul,
         "matmul_integer": functools.partial(schedule_matmul_integer, amx=amx),
+        "matmul_bf16": functools.partial(
+            schedule_matmul_bf16, amx=amx and amx_bf16_available()
+        ),
         "conv2d": conv,
         "rows": schedule_rows,
         "elementwise": schedule_elementwise,
@@ -100,7 +105,8 @@ def _kind(s: Schedule, kernel: str, ops: str) -> str:
 def default_schedule(s: Schedule, threads: int, amx: bool = False) -> dict[str, str]:
     """Apply the default schedule of each kernel of ``s``; kernel -> what was done
     (or ``"none: <reason>"``). ``amx``: int8 matmuls may use AMX tiles (the CPU
-    target's ``amx`` option)."""
+    target's ``amx`` option), and bfloat16 matmuls too where the CPU has
+    AMX-BF16."""
     schedulers = _schedulers(amx)
     report: dict[str, str] = {}
     for kernel, ops in s.kernels().items():
