@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from qidao.bench.sweep import (
+    CSV_FIELDS,
     CsvStream,
     SweepRow,
     read_csv,
@@ -30,7 +31,15 @@ from qidao.bench.sweep_configs import (
     shrink,
     small_config,
 )
-from qidao.bench.sweep_jobs import refusal_reasons, relative_error
+from qidao.bench.sweep_jobs import (
+    BF16_ULPS,
+    ORT_BF16,
+    RTOL,
+    refusal_reasons,
+    relative_error,
+    run_job,
+    tolerance,
+)
 from qidao.runtime.worker import Answer
 
 transformers = pytest.importorskip("transformers")
@@ -183,6 +192,14 @@ def test_refusal_reasons_name_each_op() -> None:
     err = UnsupportedOpsError({"Tile": ["/a"], "CumSum": ["/b", "/c"]})
     assert refusal_reasons(err) == ["CumSum", "Tile"]
     assert refusal_reasons(ValueError("bad axis\nmore")) == ["bad axis"]
+    inferred = ValueError(
+        "ONNX shape inference failed: [ShapeInferenceError] (op_type:Conv, node "
+        "name: /vit/patch/Conv): X typestr: T, has unsupported type: tensor(bfloat16)"
+    )
+    assert refusal_reasons(inferred) == [
+        "ONNX shape inference failed: [ShapeInferenceError] (op_type:Conv): X "
+        "typestr: T, has unsupported type: tensor(bfloat16)"
+    ]  # one reason whatever the node
 
 
 def _rows() -> list[SweepRow]:
@@ -285,6 +302,128 @@ def test_crashes_and_timeouts_are_rows_and_the_sweep_goes_on(tmp_path: Path) -> 
     assert sorted(r.arch for r in read_csv(path)) == sorted(archs)
 
 
+# --- bfloat16 (--dtype bfloat16) -----------------------------------------------
+
+
+def test_the_bfloat16_tolerance_is_ulps_at_the_largest_magnitude() -> None:
+    assert tolerance(np.array([0.5, -2.0])) == RTOL  # float32
+    ulp = 2.0**-7 * 2.0  # a bfloat16's spacing at 2.0
+    got = tolerance(np.array([0.5, -2.0]), "bfloat16")
+    assert got == pytest.approx(BF16_ULPS * ulp / 2.0)
+    at_3 = tolerance(np.array([3.0]), "bfloat16")  # the same ulp at 3: smaller share
+    assert at_3 == pytest.approx(BF16_ULPS * ulp / 3.0)
+    assert tolerance(np.zeros(3), "bfloat16") == pytest.approx(BF16_ULPS * 2.0**-7)
+
+
+def _bf16_ask(asked: list[tuple[str, str]]) -> Any:
+    """A stand-in worker: ``noexport`` exports nothing, ``noeager`` runs no
+    bfloat16 eager, ``off`` is 10 ulps off on the torch path."""
+
+    def ask(job: str, request: dict[str, Any], timeout: float) -> Answer:
+        arch = request["arch"]
+        asked.append((arch, job))
+        assert request["dtype"] == "bfloat16"
+        if job == "export":
+            if arch == "noeager":
+                return Answer("eager failed", {"error": "RuntimeError: no bf16"})
+            data = {"scale": 3.0, "error_vs_fp32": 0.01}
+            if arch == "noexport":
+                return Answer("export failed", {"error": "boom", **data})
+            return Answer("ok", {"inputs": "x", "output": "logits", **data})
+        if job == "qidao":
+            why = ["Softmax (bfloat16: ONNX rounds each step)"]
+            data = {"error": "refused", "reasons": why}
+            return Answer("refused", {"status": "refused", **data})
+        assert job == "torch"
+        error = (10 if arch == "off" else 1) * 2.0**-7 * 2 / 3.0  # ulps at 3.0
+        status = "wrong" if arch == "off" else "ok"
+        data = {"error_vs": error, "error_vs_fp32": 0.02, "graphs": 1, "parts": 1}
+        return Answer(status, {"status": status, **data})
+
+    return ask
+
+
+def test_bfloat16_skips_ort_and_runs_torch_wherever_eager_ran(tmp_path: Path) -> None:
+    asked: list[tuple[str, str]] = []
+    archs = {"fine": "F", "noeager": "N", "noexport": "X", "off": "O"}
+    path = tmp_path / "bf16.csv"
+    rows = run_sweep(
+        archs, path, progress=False, ask=_bf16_ask(asked), dtype="bfloat16"
+    )
+    by = {r.arch: r for r in rows}
+    assert all(job != "ort" for _, job in asked)
+    assert (by["fine"].ort, by["fine"].ort_error) == ("skipped", ORT_BF16)
+    assert [job for arch, job in asked if arch == "noeager"] == ["export"]
+    assert [job for arch, job in asked if arch == "noexport"] == ["export", "torch"]
+    assert (by["noexport"].qidao, by["noexport"].torch) == ("", "ok")
+    assert by["off"].torch == "wrong"
+    assert by["fine"].torch_vs_eager == pytest.approx(2.0**-7 * 2 / 3.0)
+    assert (by["fine"].eager_max, by["fine"].eager_vs_fp32) == (3.0, 0.01)
+    assert by["fine"].torch_vs_fp32 == 0.02
+    back = read_csv(path)
+    assert {r.dtype for r in back} == {"bfloat16"}
+    text = summarize(back)
+    assert text == summarize(rows)
+    assert text.startswith(
+        "4 architecture(s) in bfloat16: 4 built, PyTorch eager ran 3 in bfloat16, "
+        "2 of them exported to ONNX"
+    )
+    assert ORT_BF16 in text
+    assert (
+        "qidao ONNX: 0 of the 3 that eager runs in bfloat16 (0%); refused 2, "
+        "not exported 1" in text
+    )
+    assert "torch.compile: 2 of the 3 that eager runs in bfloat16 right (67%)" in text
+    assert "  torch.compile: 1.00 / 10.00 / 10.00 over 3" in text  # ulps
+    assert "  eager bfloat16: 0.01 / 0.01 / 0.01 over 3" in text
+    assert "     2  Softmax (bfloat16: ONNX rounds each step)" in text
+    assert "eager failed: RuntimeError: no bf16" in text
+
+
+def test_a_sweep_of_both_dtypes_summarizes_each() -> None:
+    bf16 = SweepRow("g", "G", "bfloat16", export="ok", ort="skipped", torch="ok")
+    text = summarize([*_rows(), bf16])
+    float32, bfloat16 = text.split("\n\n")
+    assert float32 == summarize(_rows())
+    assert bfloat16.startswith("1 architecture(s) in bfloat16: 1 built")
+
+
+def test_an_unknown_dtype_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--dtype"):
+        run_sweep({"a": "A"}, progress=False, dtype="float16")
+    request = {"job": "export", "folder": str(tmp_path), "dtype": "int8"}
+    with pytest.raises(ValueError, match="unknown dtype 'int8'"):
+        run_job({**request, "arch": "bert", "model_class": "BertModel"})
+
+
+def test_the_committed_csv_reads_as_float32() -> None:
+    path = Path(__file__).resolve().parents[2] / "docs/benchmarks/sweep.csv"
+    header = path.read_text().splitlines()[0].split(",")
+    assert "dtype" not in header  # written before --dtype
+    assert [f for f in CSV_FIELDS if f in header] == header  # the order kept
+    rows = read_csv(path)
+    assert len(rows) > 600 and {r.dtype for r in rows} == {"float32"}
+    assert all(math.isnan(r.torch_vs_eager) for r in rows)
+    assert "qidao ONNX: " in summarize(rows) and "bfloat16" not in summarize(rows)
+
+
+@pytest.mark.slow
+def test_the_jobs_run_bert_in_bfloat16(tmp_path: Path) -> None:
+    request = {"arch": "bert", "model_class": "BertModel", "folder": str(tmp_path)}
+    request |= {"dtype": "bfloat16", "time": False}
+    export = run_job({**request, "job": "export"})
+    assert export["inputs"] == "input_ids 1x16 int64"
+    assert 0 < export["error_vs_fp32"] < 0.05  # bfloat16 against float32
+    assert np.load(tmp_path / "eager.npy").dtype == np.float32
+    qidao = run_job({**request, "job": "qidao"})
+    assert qidao.get("status", "ok") == "ok", qidao
+    assert qidao["reference"] == "eager"
+    done = run_job({**request, "job": "torch"})
+    assert done["status"] in ("ok", "fell back"), done
+    assert done["error_vs"] <= tolerance(np.load(tmp_path / "eager.npy"), "bfloat16")
+    assert 0 < done["error_vs_fp32"] < 0.05
+
+
 # --- the command ----------------------------------------------------------------
 
 
@@ -292,6 +431,14 @@ def test_sweep_runs_alone() -> None:
     from qidao.tools.cli import main
 
     assert main(["bench", "sweep", "chain"]) == 2
+
+
+def test_the_dtype_is_a_choice(capsys: Any) -> None:
+    from qidao.tools.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bench", "sweep", "--dtype", "float16"])
+    assert "invalid choice: 'float16'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
