@@ -420,6 +420,12 @@ def _counted(reasons: Iterable[str], top: int = TOP) -> list[str]:
     return [f"  {n:>4}  {reason[:140]}" for reason, n in counts]
 
 
+def _most_common(title: str, reasons: Sequence[str]) -> list[str]:
+    """``title`` over the most common of ``reasons`` (:func:`_counted`), or no
+    lines where there are none."""
+    return [title, *_counted(reasons)] if reasons else []
+
+
 def summarize(rows: Sequence[SweepRow]) -> str:
     """The summary (see the module docstring): the float32 rows', then the
     bfloat16 rows' (:func:`summarize_narrow`), where there are some."""
@@ -462,9 +468,7 @@ def _summarize_float32(rows: Sequence[SweepRow]) -> str:
             "(below 1: qidao is faster)"
         )
     refusals = [x for r in exported if r.qidao != "ok" for x in r.qidao_reasons]
-    if refusals:
-        lines += ["most common qidao ONNX refusals (architectures):"]
-        lines += _counted(refusals)
+    lines += _most_common("most common qidao ONNX refusals (architectures):", refusals)
     tried = [r for r in exported if r.torch]
     if tried:
         lines.append(
@@ -473,13 +477,11 @@ def _summarize_float32(rows: Sequence[SweepRow]) -> str:
             + ", ".join(f"{k} {n}" for k, n in _tally(r.torch for r in tried))
         )
         fallback = [x for r in tried if r.torch != "ok" for x in r.torch_reasons]
-        if fallback:
-            lines += ["most common torch.compile fallbacks and failures:"]
-            lines += _counted(fallback)
-    broken = [r for r in rows if r.export != "ok"]
-    if broken:
-        lines += ["most common build and export failures:"]
-        lines += _counted(f"{r.export}: {r.export_error}"[:140] for r in broken)
+        lines += _most_common(
+            "most common torch.compile fallbacks and failures:", fallback
+        )
+    broken = [f"{r.export}: {r.export_error}"[:140] for r in rows if r.export != "ok"]
+    lines += _most_common("most common build and export failures:", broken)
     return "\n".join(lines)
 
 
@@ -544,17 +546,11 @@ def summarize_narrow(rows: Sequence[SweepRow]) -> str:
         )
         lines += [f"  {name}: {_spread(v, '.2g')}" for name, v in fp32 if v]
     refusals = [x for r in exported if r.qidao != "ok" for x in r.qidao_reasons]
-    if refusals:
-        lines += ["most common qidao ONNX refusals (architectures):"]
-        lines += _counted(refusals)
+    lines += _most_common("most common qidao ONNX refusals (architectures):", refusals)
     fallback = [x for r in tried if r.torch != "ok" for x in r.torch_reasons]
-    if fallback:
-        lines += ["most common torch.compile fallbacks and failures:"]
-        lines += _counted(fallback)
-    broken = [r for r in rows if r.export != "ok"]
-    if broken:
-        lines += ["most common build, eager and export failures:"]
-        lines += _counted(f"{r.export}: {r.export_error}"[:140] for r in broken)
+    lines += _most_common("most common torch.compile fallbacks and failures:", fallback)
+    broken = [f"{r.export}: {r.export_error}"[:140] for r in rows if r.export != "ok"]
+    lines += _most_common("most common build, eager and export failures:", broken)
     return "\n".join(lines)
 
 
