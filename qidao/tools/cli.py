@@ -47,6 +47,7 @@ from qidao.tools.cache_command import add_cache_parser
 from qidao.tools.conformance import add_conformance_parser
 from qidao.tools.explain_command import add_explain_parser
 from qidao.tools.fuzz import add_fuzz_parser
+from qidao.tools.gguf_command import add_gguf_parser
 from qidao.tools.inputs import load_inputs
 from qidao.tools.pipeline_command import add_pipeline_parser
 from qidao.tools.quant_command import cmd_bench_quant
@@ -716,6 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_explain_parser,  # qidao explain: qidao/tools/explain_command.py
         add_bisect_parser,  # qidao bisect: qidao/tools/bisect_command.py
         add_pipeline_parser,  # qidao pipeline: qidao/tools/pipeline_command.py
+        add_gguf_parser,  # qidao gguf: qidao/tools/gguf_command.py
     ):
         add(sub)
     return parser
