@@ -7,7 +7,8 @@ llama.cpp's ``convert_hf_to_gguf.py`` renames each weight
 head, from the halves-rotated order of ``transformers``' rotary embedding to the
 interleaved pairs that llama.cpp's rope kernel reads (:func:`permute_rope`).
 :func:`write_llama_gguf` does the same, with the ``gguf`` package's writer and its
-quantizers (``Q8_0``, ``Q4_0``; the 1-D norm weights stay float32, as the
+quantizers (``Q8_0``, ``Q4_0``; ``Q4_K`` with qidao's own fit,
+:mod:`qidao.frontend.gguf_q4k`; the 1-D norm weights stay float32, as the
 converter keeps them), so a test can make a GGUF file of random weights that
 llama.cpp would read. :func:`llama_state_dict` goes back: every tensor
 dequantized (a float reference, never what qidao's kernels read), renamed and
@@ -24,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from qidao.frontend.gguf_file import GgufError, GgufFile
+from qidao.frontend.gguf_q4k import quantize_q4_k
 
 NAMES: dict[str, str] = {
     "model.embed_tokens.weight": "token_embd.weight",
@@ -41,7 +43,7 @@ NAMES: dict[str, str] = {
 }
 """``transformers``' name of each llama weight -> GGUF's (``{i}``: the layer)."""
 
-WRITABLE = ("F32", "F16", "Q8_0", "Q4_0")
+WRITABLE = ("F32", "F16", "Q8_0", "Q4_0", "Q4_K")
 """The encodings :func:`write_llama_gguf` writes the 2-D weights in."""
 
 
@@ -236,6 +238,8 @@ def write_llama_gguf(
             w.add_tensor(gg, np.ascontiguousarray(x, np.float32))
         elif encoding == "F16" or x.shape[-1] % gguf.GGML_QUANT_SIZES[qtype][0]:
             w.add_tensor(gg, x.astype(np.float16))  # rows not whole blocks: F16
+        elif encoding == "Q4_K":  # gguf quantizes no k-quant: qidao's own fit
+            w.add_tensor(gg, quantize_q4_k(x), raw_dtype=qtype)
         else:
             w.add_tensor(gg, gguf.quants.quantize(x, qtype), raw_dtype=qtype)
     w.write_header_to_file()

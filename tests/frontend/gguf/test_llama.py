@@ -222,8 +222,30 @@ def test_rows_that_are_not_whole_blocks_fall_back_to_float16(tmp_path: Path) -> 
 
 
 def test_write_refuses_an_encoding_it_cannot_write(model: Any, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="encoding 'Q4_K'"):
-        write_llama_gguf(model, tmp_path / "k.gguf", "Q4_K")
+    with pytest.raises(ValueError, match="encoding 'Q6_K'"):
+        write_llama_gguf(model, tmp_path / "k.gguf", "Q6_K")
+
+
+def test_a_k_quant_file_reads_back_within_half_a_step(tmp_path: Path) -> None:
+    torch.manual_seed(2)
+    wide = {**TINY, "hidden_size": 256, "intermediate_size": 512}
+    net = transformers.LlamaForCausalLM(transformers.LlamaConfig(**wide)).eval()
+    f = read_gguf(write_llama_gguf(net, tmp_path / "k.gguf", "Q4_K"))
+    up = f.tensor("blk.0.ffn_up.weight")
+    assert (up.encoding.name, up.raw.shape) == ("Q4_K", (512, 144))
+    state = llama_state_dict(f)
+    for name, w in _weights(net).items():
+        if w.ndim == 1:
+            continue
+        sub = w.reshape(w.shape[0], -1, 8, 32).astype(np.float64)  # super, sub
+        offset = -np.minimum(sub.min(axis=-1), 0)
+        span = sub.max(axis=-1) + offset
+        dmin = offset.max(axis=-1, keepdims=True) / 63 * 1.001
+        d = (span.max(axis=-1, keepdims=True) + dmin) / 15 / 63 * 1.001
+        bound = 0.5 * ((span + dmin) / 15 + d) + 1e-7  # half the widest step
+        err = np.abs(state[name] - w).reshape(sub.shape).max(axis=-1)
+        assert np.all(err <= bound), name
+        assert err.max() > 0, name
 
 
 # -- qidao gguf FILE -------------------------------------------------------------

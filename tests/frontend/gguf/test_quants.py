@@ -136,3 +136,40 @@ def test_unsupported_known_type() -> None:
     t = int(gguf.GGMLQuantizationType.IQ2_XS)
     with pytest.raises(ValueError, match=rf"GGML type {t} \(IQ2_XS\) .*Q4_K, Q6_K"):
         by_ggml_type(t)
+
+
+# -- Q4_K written by qidao (gguf has no k-quant quantizer) -----------------------
+
+
+@pytest.mark.parametrize("kind", ["normal", "positive", "negative", "zero", "tiny"])
+def test_q4_k_quantization_is_read_by_gguf_within_half_a_step(kind: str) -> None:
+    from qidao.frontend.gguf_q4k import quantize_q4_k
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 512)).astype(np.float32)
+    x = {
+        "normal": x,
+        "positive": np.abs(x),
+        "negative": -np.abs(x),
+        "zero": np.zeros_like(x),
+        "tiny": x * 1e-4,
+    }[kind]
+    raw = quantize_q4_k(x)
+    assert raw.shape == (3, 2 * 144) and raw.dtype == np.uint8
+    y = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_K)
+    np.testing.assert_array_equal(dequantize(raw, ENCODINGS["Q4_K"], 512), y)
+    sub = x.reshape(3, 2, 8, 32).astype(np.float64)
+    span = sub.max(axis=-1) - np.minimum(sub.min(axis=-1), 0)
+    err = np.abs(y - x).reshape(sub.shape).max(axis=-1)
+    # half a step; the steps are 6-bit multiples of one float16 d per 256
+    widest = span.max(axis=-1, keepdims=True)
+    assert np.all(err <= 0.5 * (span / 15 + 2 * widest / 15 / 63) + 1e-12)
+
+
+def test_q4_k_quantization_refuses_what_it_cannot_encode() -> None:
+    from qidao.frontend.gguf_q4k import quantize_q4_k
+
+    with pytest.raises(ValueError, match="not a whole number of 256-element"):
+        quantize_q4_k(np.zeros((2, 100), np.float32))
+    with pytest.raises(ValueError, match="finite"):
+        quantize_q4_k(np.full((1, 256), np.inf, np.float32))
