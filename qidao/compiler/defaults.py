@@ -32,10 +32,16 @@ class NotApplicable(Exception):
 def kind_of(ops: str) -> str:
     """The kind of a kernel computing ``ops`` (its ``qd.kernel``, e.g.
     ``"tg.matmul+tg.add+tg.relu"``), from the ops' declared ``KERNEL_KIND``:
-    matmul, matmul_integer, matmul_bf16, conv2d, pool or other when the first op says so, rows when any op is a
+    matmul, matmul_integer, matmul_bf16, matmul_blockq, conv2d, pool or other when the first op says so, rows when any op is a
     row reduction, else elementwise (also for a label of no tg op: ``copy``)."""
     kinds = [_kind(name) for name in ops.split("+")]
-    if kinds[0] in ("matmul", "matmul_integer", "matmul_bf16", "conv2d"):
+    if kinds[0] in (
+        "matmul",
+        "matmul_integer",
+        "matmul_bf16",
+        "matmul_blockq",
+        "conv2d",
+    ):
         return kinds[0]
     if "rows" in kinds:
         return "rows"

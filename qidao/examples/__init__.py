@@ -15,6 +15,7 @@ from typing import Any
 
 from qidao.examples.base import Example
 from qidao.examples.basic import BASIC_EXAMPLES, chain_graph
+from qidao.examples.blockq import BLOCKQ_EXAMPLES, blockq_example
 from qidao.examples.dense import DENSE_EXAMPLES, matmul_example
 from qidao.examples.models import MODEL_EXAMPLES
 
@@ -25,24 +26,34 @@ __all__ = [
     "get_example",
     "matmul_example",
     "model_argument",
+    "shaped_example",
 ]
 
 EXAMPLES: dict[str, Example] = {
-    e.name: e for e in (*BASIC_EXAMPLES, *DENSE_EXAMPLES, *MODEL_EXAMPLES)
+    e.name: e
+    for e in (*BASIC_EXAMPLES, *DENSE_EXAMPLES, *BLOCKQ_EXAMPLES, *MODEL_EXAMPLES)
 }
 """Every built-in model by name, as ``qidao compile NAME`` and ``qidao bench`` know
 them."""
 
 
+def shaped_example(name: str) -> Example | None:
+    """The workload of a shape named in ``name``: ``matmulMxKxN``,
+    ``q8_0_MxKxN`` or ``q4_0_MxKxN``; None for any other name."""
+    return matmul_example(name) or blockq_example(name)
+
+
 def get_example(name: str) -> Example:
-    """A built-in model by name, or a ``matmulMxKxN`` of any shape."""
+    """A built-in model by name, or a ``matmulMxKxN`` (``q8_0_MxKxN``,
+    ``q4_0_MxKxN``) of any shape."""
     if name in EXAMPLES:
         return EXAMPLES[name]
-    example = matmul_example(name)
+    example = shaped_example(name)
     if example is None:
         raise ValueError(
             f"unknown built-in model '{name}'; choose from {', '.join(EXAMPLES)}, "
-            "or matmulMxKxN (any shape, e.g. matmul128x768x3072)"
+            "or matmulMxKxN (any shape, e.g. matmul128x768x3072), or "
+            "q8_0_MxKxN / q4_0_MxKxN (a weight in GGUF blocks)"
         )
     return example
 
@@ -52,12 +63,12 @@ def model_argument(model: str) -> Any:
     model file (which must exist)."""
     if model in EXAMPLES:
         return EXAMPLES[model].build()
-    matmul = matmul_example(model)
-    if matmul is not None and not Path(model).exists():
-        return matmul.build()
+    shaped = shaped_example(model)
+    if shaped is not None and not Path(model).exists():
+        return shaped.build()
     if not Path(model).exists():
         raise SystemExit(
             f"qidao: '{model}' is neither a file nor a built-in model "
-            f"({', '.join(EXAMPLES)}, matmulMxKxN)"
+            f"({', '.join(EXAMPLES)}, matmulMxKxN, q8_0_MxKxN, q4_0_MxKxN)"
         )
     return model

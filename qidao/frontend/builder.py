@@ -557,6 +557,18 @@ class Graph:
             "matmul_integer", lambda: tg.MatmulIntegerOp(a.ssa, b.ssa), a, b
         )
 
+    def matmul_blockq(self, x: Value, weight: Value, encoding: str) -> Value:
+        """``x @ W.T`` for a linear layer's weight ``W`` ``[N, K]`` kept in GGUF
+        blocks: ``weight`` is its bytes ``[N, K/32, block bytes]`` ``int8`` (a
+        ``GgufTensor``'s ``raw`` viewed as ``int8``), ``encoding`` ``"Q8_0"`` or
+        ``"Q4_0"``; ``tg.matmul_blockq``, decoded in registers."""
+        return self._emit(
+            "matmul_blockq",
+            lambda: tg.MatmulBlockqOp(x.ssa, weight.ssa, encoding),
+            x,
+            weight,
+        )
+
     def conv2d(
         self,
         x: Value,

@@ -6,7 +6,7 @@ GGUF (llama.cpp's format) holds in one file a model's hyper-parameters
 (``tokenizer.ggml.tokens``, ``scores``, ``token_type``, the special ids) and its
 tensors, each in an encoding: float32, float16, bfloat16, or blocks of quantized
 integers with their scales (``Q8_0``, ``Q4_0``, the k-quants ``Q4_K``/``Q6_K`` that
-``Q4_K_M`` files mix; :mod:`qidao.frontend.gguf_quants`).
+``Q4_K_M`` files mix; :mod:`qidao.dialects.tg.block_quant`).
 
 :func:`read_gguf` memory-maps the file: a :class:`GgufTensor`'s ``raw`` is a view
 of its bytes in the file, one row of the weight per row of ``raw``, never a float
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from qidao.dialects.tg.block_quant import Encoding, by_ggml_type, dequantize, row_bytes
 from qidao.errors import QidaoError
-from qidao.frontend.gguf_quants import Encoding, by_ggml_type, dequantize, row_bytes
 
 
 class GgufError(QidaoError, ValueError):

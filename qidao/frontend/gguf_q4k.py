@@ -4,7 +4,7 @@ k-quant.
 
 A ``Q4_K`` super-block of 256 elements holds 8 sub-blocks of 32, each element
 ``d * sc_j * q - dmin * m_j`` with ``q`` in 0..15 and the sub-block's scale
-``sc_j`` and min ``m_j`` in 0..63 (layout: :mod:`qidao.frontend.gguf_quants`).
+``sc_j`` and min ``m_j`` in 0..63 (layout: :mod:`qidao.dialects.tg.block_quant`).
 This is a plain min/max fit, not llama.cpp's searched one: per sub-block the
 offset ``-min(x, 0)`` and step ``(max - min) / 15``; ``d`` and ``dmin`` rounded up
 to float16 so that the largest step and offset still fit 6 bits; each ``m_j``
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from qidao.frontend.gguf_quants import ENCODINGS, row_bytes
+from qidao.dialects.tg.block_quant import ENCODINGS, row_bytes
 
 
 def quantize_q4_k(x: npt.NDArray[np.floating]) -> npt.NDArray[np.uint8]:

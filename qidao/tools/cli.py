@@ -159,7 +159,7 @@ def _input_names(compiled: Any) -> list[str]:
 
 
 def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any]]:
-    from qidao.examples import EXAMPLES, matmul_example
+    from qidao.examples import EXAMPLES, shaped_example
     from qidao.frontend.onnx.specialize import Specialized
 
     if args.inputs:
@@ -177,7 +177,7 @@ def _inputs(args: argparse.Namespace, compiled: Any) -> list[np.ndarray[Any, Any
         return [rng.standard_normal(shape).astype(dtype) for _, shape, dtype in specs]
     if args.model in EXAMPLES:
         return EXAMPLES[args.model].inputs(rng)
-    matmul = matmul_example(args.model) if not Path(args.model).exists() else None
+    matmul = shaped_example(args.model) if not Path(args.model).exists() else None
     if matmul is not None:
         return matmul.inputs(rng)
     return [rng.standard_normal(s.shape).astype(s.dtype) for s in compiled.inputs]
@@ -221,7 +221,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from qidao.bench.workloads import BACKENDS, check_backend, format_table, run_bench
-    from qidao.examples import EXAMPLES, matmul_example
+    from qidao.examples import EXAMPLES, shaped_example
 
     if "ladder" in args.workloads:  # the special workload: the schedule ladder
         return cmd_bench_ladder(args)
@@ -240,12 +240,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.workloads[:1] == ["bf16"]:  # qidao bench bf16: qidao/bench/bf16.py
         return cmd_bench_bf16(args)
     unknown = [
-        w for w in args.workloads if w not in EXAMPLES and matmul_example(w) is None
+        w for w in args.workloads if w not in EXAMPLES and shaped_example(w) is None
     ]
     if unknown:
         raise ValueError(
             f"unknown workload(s) {', '.join(unknown)}; the workloads are: "
-            f"{', '.join(EXAMPLES)}, and matmulMxKxN of any shape"
+            f"{', '.join(EXAMPLES)}, and matmulMxKxN, q8_0_MxKxN and q4_0_MxKxN "
+            "of any shape"
         )
     for backend in args.backends or ():
         check_backend(backend)

@@ -43,7 +43,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def _model(name: str, seed: int) -> tuple[Any, list[np.ndarray[Any, Any]] | None]:
     """The model a command line names and, for a built-in one, its inputs; an
     unknown name is a ``ValueError`` listing the built-in models."""
-    from qidao.examples import EXAMPLES, matmul_example, model_argument
+    from qidao.examples import EXAMPLES, model_argument, shaped_example
 
     try:
         model = model_argument(name)
@@ -52,7 +52,7 @@ def _model(name: str, seed: int) -> tuple[Any, list[np.ndarray[Any, Any]] | None
     rng = np.random.default_rng(seed)
     if name in EXAMPLES:
         return model, EXAMPLES[name].inputs(rng)
-    matmul = matmul_example(name) if not Path(name).exists() else None
+    matmul = shaped_example(name) if not Path(name).exists() else None
     if matmul is not None:
         return model, matmul.inputs(rng)
     return model, None  # a file: random inputs of its shapes

@@ -152,3 +152,41 @@ def test_matmul_of_any_shape_is_a_workload(tmp_path: Path) -> None:
 def test_a_bad_matmul_workload_says_why(name: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         get_example(name)
+
+
+def test_a_weight_in_gguf_blocks_is_a_workload(tmp_path: Path) -> None:
+    """``q8_0_MxKxN`` / ``q4_0_MxKxN``: qidao on the blocks, PyTorch and NumPy on
+    the weight decoded ahead, each checked against the float64 product of the
+    decoded weight; GB/s from the blocks' bytes."""
+    gguf = pytest.importorskip("gguf", reason="gguf decodes the reference")
+    example = get_example("q4_0_2x64x8")
+    x, w = example.inputs(np.random.default_rng(0))
+    assert (x.shape, w.shape, w.dtype) == ((2, 64), (8, 2, 18), np.int8)
+    assert example.bytes_per_call == 8 * 2 * 18 + 4 * (2 * 64 + 2 * 8)
+    decoded = gguf.quants.dequantize(
+        w.view(np.uint8).reshape(8, -1), gguf.GGMLQuantizationType.Q4_0
+    )
+    np.testing.assert_allclose(example.reference(x, w)[0], x @ decoded.T, atol=1e-5)
+    results = run_bench(
+        ["q4_0_2x64x8", "q8_0_1x32x4"],
+        ("torch", "qidao", "numpy"),
+        min_time=0.01,
+        max_runs=20,
+        csv_path=tmp_path / "bench.csv",
+        progress=False,
+    )
+    assert len(results) == 6
+    assert all(not r.error and r.gb_per_s is not None for r in results), results
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("q8_0_1x40x4", "K a multiple of 32"),
+        ("q4_0_0x64x4", "M, N at least 1"),
+        ("q5_0_1x64x4", "unknown built-in model 'q5_0_1x64x4'"),
+    ],
+)
+def test_a_gguf_workload_of_a_bad_shape_is_named(name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        get_example(name)

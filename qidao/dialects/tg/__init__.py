@@ -80,6 +80,7 @@ from qidao.dialects.tg.layout_ops import (
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp
 from qidao.dialects.tg.matmul_bf16 import MatmulBf16Op
+from qidao.dialects.tg.matmul_blockq import MatmulBlockqOp
 from qidao.dialects.tg.nms import NmsKeepOp
 from qidao.dialects.tg.nn import (
     AvgPool2dOp,
@@ -191,6 +192,7 @@ TG = Dialect(
         LogicalOrOp,
         LogicalXorOp,
         MatmulBf16Op,
+        MatmulBlockqOp,
         MatmulIntegerOp,
         MatmulOp,
         MaxOp,
@@ -294,6 +296,7 @@ __all__ = [
     "LogicalOrOp",
     "LogicalXorOp",
     "MatmulBf16Op",
+    "MatmulBlockqOp",
     "MatmulIntegerOp",
     "MatmulOp",
     "MaxOp",

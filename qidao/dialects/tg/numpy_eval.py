@@ -98,6 +98,7 @@ from qidao.dialects.tg.layout_ops import (
 from qidao.dialects.tg.linalg import Conv2dOp, MatmulOp, unpack_panels
 from qidao.dialects.tg.linalg_integer import MatmulIntegerOp, matmul_integer_reference
 from qidao.dialects.tg.matmul_bf16 import MatmulBf16Op, matmul_bf16_reference
+from qidao.dialects.tg.matmul_blockq import MatmulBlockqOp, matmul_blockq_reference
 from qidao.dialects.tg.nms import NmsKeepOp
 from qidao.dialects.tg.nn import AvgPool2dOp, BatchNormOp, MaxPool2dOp, SoftmaxOp
 from qidao.dialects.tg.nonzero import NonzeroIndicesOp
@@ -604,6 +605,11 @@ def _matmul_bf16(op: Operation, xs: list[Array]) -> list[Array]:
     return [matmul_bf16_reference(op, xs[0], xs[1])]
 
 
+def _matmul_blockq(op: Operation, xs: list[Array]) -> list[Array]:
+    assert isinstance(op, MatmulBlockqOp)
+    return [matmul_blockq_reference(op, xs[0], xs[1])]
+
+
 def _matmul_integer(op: Operation, xs: list[Array]) -> list[Array]:
     assert isinstance(op, MatmulIntegerOp)
     return [matmul_integer_reference(op, xs[0], xs[1])]
@@ -826,6 +832,7 @@ _EVALUATORS: dict[type[Operation], Evaluator] = {
     GatherNdOp: _gather_nd,
     MatmulOp: _matmul,
     MatmulBf16Op: _matmul_bf16,
+    MatmulBlockqOp: _matmul_blockq,
     MatmulIntegerOp: _matmul_integer,
     Conv2dOp: _conv2d,
     ReduceSumOp: _reduce,

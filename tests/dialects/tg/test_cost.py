@@ -18,6 +18,7 @@ from qidao.dialects.tg import (
     FusedOp,
     GridSampleOp,
     MatmulBf16Op,
+    MatmulBlockqOp,
     MatmulIntegerOp,
     MatmulOp,
     NmsKeepOp,
@@ -45,7 +46,7 @@ def _old_flops(op: Operation) -> int:
         return 0
     if isinstance(op, ContiguousOp):
         return numel(op.result.type)
-    if isinstance(op, MatmulOp | MatmulIntegerOp | MatmulBf16Op):
+    if isinstance(op, MatmulOp | MatmulIntegerOp | MatmulBf16Op | MatmulBlockqOp):
         k = shape_of(op.lhs.type)[-1]
         return 2 * numel(op.result.type) * k
     if isinstance(op, Conv2dOp):

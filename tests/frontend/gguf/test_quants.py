@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from qidao.frontend.gguf_quants import (
+from qidao.dialects.tg.block_quant import (
     ENCODINGS,
     Encoding,
     by_ggml_type,
@@ -173,3 +173,32 @@ def test_q4_k_quantization_refuses_what_it_cannot_encode() -> None:
         quantize_q4_k(np.zeros((2, 100), np.float32))
     with pytest.raises(ValueError, match="finite"):
         quantize_q4_k(np.full((1, 256), np.inf, np.float32))
+
+
+# -- Q8_0 and Q4_0 written by qidao, as llama.cpp's reference quantizer ---------
+
+
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_0"])
+@pytest.mark.parametrize("kind", ["normal", "zero", "halves", "one_sign"])
+def test_quantize_is_llama_cpps_reference_bit_for_bit(name: str, kind: str) -> None:
+    from qidao.dialects.tg.block_quant import quantize
+
+    rng = np.random.default_rng(3)
+    x = {
+        "normal": rng.standard_normal((4, 256)),
+        "zero": np.zeros((2, 64)),
+        "halves": rng.integers(-8, 8, (3, 64)) * 0.5,  # ties in the rounding
+        "one_sign": np.abs(rng.standard_normal((2, 96))),
+    }[kind].astype(np.float32)
+    got = quantize(x, ENCODINGS[name])
+    want = gguf.quants.quantize(x, gguf.GGMLQuantizationType[name])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_quantize_refuses_what_it_does_not_write() -> None:
+    from qidao.dialects.tg.block_quant import quantize
+
+    with pytest.raises(ValueError, match="quantize writes Q8_0, Q4_0, not Q6_K"):
+        quantize(np.zeros((1, 256), np.float32), ENCODINGS["Q6_K"])
+    with pytest.raises(ValueError, match="not a whole number of 32-element"):
+        quantize(np.zeros((1, 40), np.float32), ENCODINGS["Q8_0"])

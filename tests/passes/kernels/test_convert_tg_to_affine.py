@@ -203,6 +203,12 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%r : tensor<5x2x16xf32>",
         [["b0_init", "i_init", "j_init", "b0", "i", "k", "j", "r"]],
     ),
+    "tg.matmul_blockq": (
+        "%a: tensor<5x2x64xf32>, %b: tensor<3x2x18xi8>",
+        '%r = tg.matmul_blockq %a, %b encoding = "Q4_0" : (tensor<5x2x64xf32>, tensor<3x2x18xi8>) -> tensor<5x2x3xf32>',
+        "%r : tensor<5x2x3xf32>",
+        [["n", "b0", "i", "e_init", "blk", "e_lo", "e_hi", "e_sum"]],
+    ),
     "tg.conv2d": (
         f"%x: {NCHW}, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>",
         f"%r = tg.conv2d %x, %w, %b strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 2 : ({NCHW}, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x3x3xf32>",
@@ -464,6 +470,12 @@ ALLOWED_IN_KERNELS = (
     arith.ExtSIOp,
     # tg.matmul_bf16: each bfloat16 widened (its 16 bits the top half of an f32)
     arith.BitcastOp,
+    # tg.matmul_blockq: its lanes, a scratch buffer of its own; a block's
+    # float16 scale widened, its integers made floats
+    memref.AllocOp,
+    memref.DeallocOp,
+    arith.ExtFOp,
+    arith.SIToFPOp,
     # tg.grid_sample: positions (floor, kept finite) and reflected entries
     math.FloorOp,
     arith.MaxnumfOp,

@@ -57,6 +57,7 @@ from qidao.passes.kernels.lowering.grid_sample import lower_grid_sample
 from qidao.passes.kernels.lowering.indexing import lower_concat, lower_gather
 from qidao.passes.kernels.lowering.layout import copy_kernel, lower_copy
 from qidao.passes.kernels.lowering.matmul import lower_matmul
+from qidao.passes.kernels.lowering.matmul_blockq import lower_matmul_blockq
 from qidao.passes.kernels.lowering.matmul_integer import lower_matmul_integer
 from qidao.passes.kernels.lowering.nms import lower_nms_keep
 from qidao.passes.kernels.lowering.nn import lower_batch_norm, lower_pool, lower_softmax
@@ -91,6 +92,7 @@ BUILDERS: dict[type[Operation], KernelBuilder] = {
     tg.GridSampleOp: lower_grid_sample,
     tg.MatmulOp: lower_matmul,
     tg.MatmulBf16Op: lower_matmul_integer,
+    tg.MatmulBlockqOp: lower_matmul_blockq,
     tg.MatmulIntegerOp: lower_matmul_integer,
     tg.MaxPool2dOp: lower_pool,
     tg.PadOp: lower_pad,

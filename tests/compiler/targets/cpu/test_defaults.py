@@ -77,7 +77,13 @@ def _kind_by_names(ops: str) -> str:
     matched in the label), with the ops added since whose kernels are not
     elementwise (``OTHER``): the facts on the ops must give the same answers."""
     first = ops.split("+")[0]
-    if first in ("tg.matmul", "tg.matmul_integer", "tg.matmul_bf16", "tg.conv2d"):
+    if first in (
+        "tg.matmul",
+        "tg.matmul_integer",
+        "tg.matmul_bf16",
+        "tg.matmul_blockq",
+        "tg.conv2d",
+    ):
         return first.removeprefix("tg.")
     rows = (
         "tg.softmax",

@@ -41,6 +41,8 @@ NO_RULE = {
     # made by a graph pass (bf16-matmul) after autodiff ran: a gradient is taken
     # of the tg.matmul it replaces
     "tg.matmul_bf16",
+    # a weight in GGUF blocks: bytes, no gradient; its models run inference
+    "tg.matmul_blockq",
     # i64 positions: TopK's values are a tg.gather_elements of the input by them,
     # whose rule carries the gradient (test_sort.py)
     "tg.top_k_indices",

@@ -54,6 +54,9 @@ def _schedulers(amx: bool) -> dict[str, Scheduler]:
         schedule_rows,
     )
     from qidao.compiler.targets.cpu.defaults.matmul import schedule_matmul
+    from qidao.compiler.targets.cpu.defaults.matmul_blockq import (
+        schedule_matmul_blockq,
+    )
     from qidao.compiler.targets.cpu.defaults.matmul_integer import (
         schedule_matmul_bf16,
         schedule_matmul_integer,
@@ -82,6 +85,7 @@ def _schedulers(amx: bool) -> dict[str, Scheduler]:
         "matmul_bf16": functools.partial(
             schedule_matmul_bf16, amx=amx and amx_bf16_available()
         ),
+        "matmul_blockq": schedule_matmul_blockq,
         "conv2d": conv,
         "rows": schedule_rows,
         "elementwise": schedule_elementwise,

@@ -144,6 +144,13 @@ def emit_program(module: ModuleOp) -> CudaProgram:
     if ENTRY not in functions:
         raise CudaEmitError(f"the module has no entry function @{ENTRY}")
     main = functions[ENTRY]
+    for name, fn in functions.items():
+        label = fn.attributes.get(KERNEL_ATTR)
+        if isinstance(label, StringAttr) and "tg.matmul_blockq" in label.data:
+            raise CudaEmitError(
+                f"kernel '{name}': tg.matmul_blockq (a weight in GGUF blocks) has "
+                "no CUDA kernel yet; compile the model for the CPU"
+            )
     plan = _HostPlan(functions, globals_)
     inputs, outputs = _arguments(plan, main)
     for op in main.body.block.ops:

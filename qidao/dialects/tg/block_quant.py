@@ -236,3 +236,45 @@ def _q6_k(b: npt.NDArray[np.void]) -> npt.NDArray[np.float32]:
 
 
 _DEQUANTIZE = {"Q8_0": _q8_0, "Q4_0": _q4_0, "Q4_K": _q4_k, "Q6_K": _q6_k}
+
+
+QUANTIZABLE = ("Q8_0", "Q4_0")
+"""The encodings :func:`quantize` writes (llama.cpp's reference rounding)."""
+
+
+def quantize(x: npt.NDArray[np.floating], enc: Encoding) -> npt.NDArray[np.uint8]:
+    """Float rows ``x`` (``[..., n]``, ``n`` whole blocks) encoded in ``enc``
+    (``Q8_0`` or ``Q4_0``) as llama.cpp's reference quantizer does, bit for bit
+    (``quantize_row_q8_0_ref``: ``d = max|x| / 127``, ``q = round(x / d)``, halves
+    away from zero; ``quantize_row_q4_0_ref``: ``d = m / -8`` for ``m`` the value
+    of largest magnitude, ``q = min(15, trunc(x / d + 8.5))``): ``uint8``
+    ``[..., row_bytes(enc, n)]``."""
+    if enc.name not in QUANTIZABLE:
+        raise ValueError(f"quantize writes {', '.join(QUANTIZABLE)}, not {enc.name}")
+    x = np.asarray(x, np.float32)
+    n = x.shape[-1]
+    width = row_bytes(enc, n)
+    blocks = x.reshape(-1, enc.block)
+    if enc.name == "Q8_0":
+        d = np.abs(blocks).max(axis=-1, keepdims=True) / np.float32(127)
+        with np.errstate(divide="ignore"):
+            inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)
+        scaled = blocks * inverse
+        magnitude = np.abs(scaled)  # roundf: halves away from zero
+        whole = np.floor(magnitude)
+        q = (np.sign(scaled) * (whole + np.floor(2 * (magnitude - whole)))).astype(
+            np.int8
+        )
+        body = q.view(np.uint8)
+    else:
+        largest = np.take_along_axis(
+            blocks, np.abs(blocks).argmax(axis=-1)[:, None], axis=-1
+        )
+        d = largest / np.float32(-8)
+        with np.errstate(divide="ignore"):
+            inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)
+        q = np.trunc(blocks * inverse + np.float32(8.5)).astype(np.uint8).clip(0, 15)
+        body = q[:, :16] | (q[:, 16:] << np.uint8(4))  # low nibbles, then high
+    scale = d.astype("<f2").view(np.uint8)
+    out = np.concatenate([scale, body], axis=-1)
+    return out.reshape(*x.shape[:-1], width)

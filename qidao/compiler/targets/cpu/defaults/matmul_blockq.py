@@ -1,0 +1,28 @@
+"""The default schedule of a ``tg.matmul_blockq`` kernel (a float32 matrix times
+a weight in GGUF blocks, ``passes/kernels/lowering/matmul_blockq.py``): the
+outermost loop, over the weight's rows ``n``, in parallel when the work pays.
+
+The lowering already puts what matters in place: ``n`` outermost, so each weight
+row (``K/32`` blocks, a few KiB) is decoded for every row of ``x`` while it is
+in the caches, and each block's 32 products in two 16-float vectors that LLVM
+keeps in registers. Each ``n`` has its own row of ``lanes``, so its iterations
+are independent."""
+
+from __future__ import annotations
+
+import math
+
+from qidao.compiler.schedule import Schedule
+from qidao.compiler.targets.cpu.defaults.loops import parallel_outer
+
+BLOCK = 32
+"""Elements per block (``Q8_0``, ``Q4_0``)."""
+
+
+def schedule_matmul_blockq(s: Schedule, kernel: str, threads: int) -> str:
+    """``n`` in parallel on ``threads`` threads when its ``M·K`` multiply-adds per
+    iteration add up to enough work."""
+    extents = s.extents(kernel)
+    rows = [v for name, v in extents.items() if name == "i" or name[:1] == "b"]
+    per_n = math.prod(v or 1 for v in rows) * (extents.get("blk") or 1) * BLOCK
+    return parallel_outer(s, kernel, threads, ["n"], per_n)

@@ -1,0 +1,125 @@
+"""``tg.matmul_blockq`` kernels: a float32 matrix times a weight in GGUF blocks,
+each block decoded in registers as it is read (``tg/matmul_blockq.py``).
+
+Each output element sums its K products in 32 lanes, one per position in a
+block, across the blocks, then adds the lanes up (a float32 sum the loop can
+keep in two 16-wide vectors: no reassociation is needed to vectorize it)::
+
+    for n, b.., i:
+        for e_init:             lanes[n, e] = 0
+        for blk, e:             lanes[n, e] += x[b.., i, 32 blk + e] * (d(n, blk) * q(n, blk, e))
+        out[b.., i, n] = sum over e_sum of lanes[n, e]
+
+``d`` is the block's float16 scale, its two bytes joined and widened to float32;
+``q`` the element: ``Q8_0``'s int8 at byte ``2 + e``, ``Q4_0``'s nibble (byte
+``2 + e`` for ``e < 16`` low, byte ``2 + e - 16`` high) less 8. The weight stays
+bytes in memory; nothing is decoded ahead. ``lanes`` is the kernel's own
+buffer, a row of 32 floats per column ``n``, so that the loop over ``n``
+(outermost: each weight row is read for every row of ``x`` while it is in the
+caches) may run in parallel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import f16, f32, i16, i32
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
+
+from qidao.dialects.tg.matmul_blockq import MatmulBlockqOp
+from qidao.passes.kernels.lowering.common import Emitter, Kernel, Source, dim, shape
+from qidao.passes.kernels.lowering.constants import ConstantPool
+
+BLOCK = 32
+"""Elements per block (``Q8_0``, ``Q4_0``)."""
+
+
+def lower_matmul_blockq(
+    op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
+) -> None:
+    assert isinstance(op, MatmulBlockqOp)
+    x, w = sources
+    em = k.em
+    (out,) = k.outputs
+    out_shape = shape(op.result)
+    lead = len(out_shape) - 1  # b.., i
+    n_size = out_shape[-1]
+    blocks = shape(op.rhs)[1]
+    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, BLOCK])).memref
+    lanes.name_hint = "lanes"
+    names = ["n", *(f"b{d}" for d in range(lead - 1)), "i"]
+    zero = em.constant(0.0, f32)
+    n = dim(0)
+    row = [dim(j) for j in range(1, lead + 1)]  # b.., i
+    with em.nest(names, [n_size, *out_shape[:-1]]) as outer:
+        with em.nest(["e_init"], [BLOCK]) as (e_init,):
+            em.store(zero, lanes, [*outer, e_init], [n, dim(lead + 1)])
+        with em.nest(["blk"], [blocks]) as (blk_iv,):
+            blk = dim(lead + 1)
+            d = _scale(em, w, [*outer, blk_iv], n, blk)
+            for part in _PARTS[op.encoding.data]:
+                with em.nest([part.loop], [part.count]) as (e_iv,):
+                    ivs = [*outer, blk_iv, e_iv]
+                    e = dim(lead + 2)
+                    q = part.element(em, em.load(w, ivs, [n, blk, e + part.byte]))
+                    weight = em.value(arith.MulfOp(d, q))
+                    lane = e + part.lane
+                    xv = em.load(x, ivs, [*row, blk * BLOCK + lane])
+                    old = em.load(lanes, ivs, [n, lane])
+                    product = em.value(arith.MulfOp(xv, weight))
+                    em.store(
+                        em.value(arith.AddfOp(old, product)), lanes, ivs, [n, lane]
+                    )
+
+        def add_lane(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            lane = em.load(lanes, ivs, [n, dim(len(ivs) - 1)])
+            return [em.value(arith.AddfOp(accs[0], lane))]
+
+        (total,) = em.accumulate(["e_sum"], [BLOCK], [zero], add_lane, outer)
+        em.store(total, out, outer, [*row, n])
+    em.add(memref.DeallocOp.get(lanes))
+
+
+def _scale(
+    em: Emitter, w: Source, ivs: list[SSAValue], n: AffineExpr, blk: AffineExpr
+) -> SSAValue:
+    """The block's float16 scale (bytes 0 and 1, little-endian) as float32."""
+    low, high = (
+        em.value(arith.ExtUIOp(em.load(w, ivs, [n, blk, AffineExpr.constant(b)]), i16))
+        for b in (0, 1)
+    )
+    shifted = em.value(arith.ShLIOp(high, em.constant(8, i16)))
+    half = em.value(arith.BitcastOp(em.value(arith.OrIOp(low, shifted)), f16))
+    return em.value(arith.ExtFOp(half, f32))
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A run of a block's elements decoded alike: ``count`` of them from lane
+    ``lane``, element ``e`` of the run in byte ``byte + e``, ``shift``: None for a
+    signed byte (Q8_0), else the nibble's shift (Q4_0: 0 low, 4 high), less 8."""
+
+    loop: str
+    count: int
+    lane: int
+    byte: int
+    shift: int | None
+
+    def element(self, em: Emitter, byte: SSAValue) -> SSAValue:
+        if self.shift is None:
+            return em.value(arith.SIToFPOp(byte, f32))
+        wide = em.value(arith.ExtUIOp(byte, i32))
+        if self.shift:
+            wide = em.value(arith.ShRUIOp(wide, em.constant(self.shift, i32)))
+        nibble = em.value(arith.AndIOp(wide, em.constant(15, i32)))
+        centered = em.value(arith.SubiOp(nibble, em.constant(8, i32)))
+        return em.value(arith.SIToFPOp(centered, f32))
+
+
+_PARTS: dict[str, tuple[_Part, ...]] = {
+    "Q8_0": (_Part("e", 32, 0, 2, None),),
+    "Q4_0": (_Part("e_lo", 16, 0, 2, 0), _Part("e_hi", 16, 16, 2, 4)),
+}
+"""How each encoding's 32 elements are decoded (module docstring)."""

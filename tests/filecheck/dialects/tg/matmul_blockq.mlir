@@ -1,0 +1,16 @@
+// RUN: qidao-opt %s | qidao-opt | filecheck %s
+// RUN: qidao-opt %s --print-op-generic | qidao-opt | filecheck %s
+
+// Round trip of tg.matmul_blockq (a float32 matrix times a weight in GGUF blocks,
+// its bytes [N, K/32, block bytes] i8), in custom form and (second RUN line)
+// through the generic form: Q8_0 (34-byte blocks), Q4_0 (18-byte blocks), a lhs
+// with a batch dimension.
+
+// CHECK-LABEL: func.func @matmul_blockq
+func.func @matmul_blockq(%x: tensor<2x64xf32>, %w: tensor<16x2x34xi8>, %b: tensor<3x1x32xf32>, %v: tensor<8x1x18xi8>) {
+  // CHECK: %y = tg.matmul_blockq %x, %w encoding = "Q8_0" : (tensor<2x64xf32>, tensor<16x2x34xi8>) -> tensor<2x16xf32>
+  %y = tg.matmul_blockq %x, %w encoding = "Q8_0" : (tensor<2x64xf32>, tensor<16x2x34xi8>) -> tensor<2x16xf32>
+  // CHECK: %z = tg.matmul_blockq %b, %v encoding = "Q4_0" : (tensor<3x1x32xf32>, tensor<8x1x18xi8>) -> tensor<3x1x8xf32>
+  %z = tg.matmul_blockq %b, %v encoding = "Q4_0" : (tensor<3x1x32xf32>, tensor<8x1x18xi8>) -> tensor<3x1x8xf32>
+  func.return
+}
