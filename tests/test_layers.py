@@ -70,7 +70,12 @@ MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ("onnx_backend", "dynamo_backend", "optim"):
+    if len(parts) == 1 or parts[1] in (
+        "onnx_backend",
+        "dynamo_backend",
+        "optim",
+        "generate",
+    ):
         return "api"
     if parts[1] == "__main__":
         return "main"

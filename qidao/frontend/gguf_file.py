@@ -59,6 +59,12 @@ class GgufTensor:
         ``raw``)."""
         return dequantize(self.raw, self.encoding, self.shape[-1]).reshape(self.shape)
 
+    def rows(self, indices: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Rows ``indices`` of a 2-D tensor decoded to float32 (an embedding's
+        lookup: only those rows are read)."""
+        picked = self.raw[np.asarray(indices, dtype=np.int64)]
+        return dequantize(picked, self.encoding, self.shape[-1])
+
 
 @dataclass(frozen=True)
 class GgufTokenizer:

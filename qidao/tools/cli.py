@@ -239,6 +239,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_quant(args)
     if args.workloads[:1] == ["bf16"]:  # qidao bench bf16: qidao/bench/bf16.py
         return cmd_bench_bf16(args)
+    if args.workloads[:1] == ["generate"]:  # qidao/bench/generate.py
+        from qidao.tools.generate_command import cmd_bench_generate
+
+        return cmd_bench_generate(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and shaped_example(w) is None
     ]
