@@ -178,7 +178,10 @@ def _rss_mib() -> float:
 
 
 def run_generate(
-    models: list[str], threads: int, new: int = NEW_TOKENS
+    models: list[str],
+    threads: int,
+    new: int = NEW_TOKENS,
+    encodings: tuple[str, ...] = ENCODINGS,
 ) -> list[GenerateRow]:
     """Every (model, encoding, job), each job a fresh pinned worker."""
     unknown = [m for m in models if m not in MODELS]
@@ -189,7 +192,7 @@ def run_generate(
     from tqdm import tqdm
 
     rows: list[GenerateRow] = []
-    plan = [(m, e, j) for m in models for e in ENCODINGS for j in ("qidao", "torch")]
+    plan = [(m, e, j) for m in models for e in encodings for j in ("qidao", "torch")]
     for model, encoding, job in tqdm(plan, desc="generate", unit="job"):
         path = gguf_path(model, encoding)
         request = {"path": str(path), "job": job, "new": new}

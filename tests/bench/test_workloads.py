@@ -168,14 +168,14 @@ def test_a_weight_in_gguf_blocks_is_a_workload(tmp_path: Path) -> None:
     )
     np.testing.assert_allclose(example.reference(x, w)[0], x @ decoded.T, atol=1e-5)
     results = run_bench(
-        ["q4_0_2x64x8", "q8_0_1x32x4"],
+        ["q4_0_2x64x8"],
         ("torch", "qidao", "numpy"),
         min_time=0.01,
         max_runs=20,
         csv_path=tmp_path / "bench.csv",
         progress=False,
     )
-    assert len(results) == 6
+    assert len(results) == 3
     assert all(not r.error and r.gb_per_s is not None for r in results), results
 
 
