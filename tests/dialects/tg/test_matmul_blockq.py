@@ -49,7 +49,14 @@ def close(got: Array, want: Array) -> None:
 @pytest.mark.parametrize("encoding", ["Q8_0", "Q4_0"])
 @pytest.mark.parametrize(
     ("x_shape", "n", "threads"),
-    [((1, 256), 64, 1), ((3, 64), 16, 1), ((2, 1, 96), 8, 1), ((2, 256), 256, 2)],
+    [
+        ((1, 256), 64, 1),
+        ((3, 64), 16, 1),
+        ((2, 1, 96), 8, 1),
+        ((2, 256), 256, 2),
+        ((16, 128), 24, 1),
+        ((3, 12, 64), 128, 2),
+    ],
 )
 def test_the_kernel_is_x_times_the_decoded_weight(
     encoding: str, x_shape: tuple[int, ...], n: int, threads: int
@@ -106,3 +113,14 @@ def test_the_builder_names_what_does_not_fit() -> None:
         g.matmul_blockq(x32, w, "Q6_K")
     with pytest.raises(GraphError, match=r"a Q4_0 weight is \[N, K/32, 18\] bytes"):
         g.matmul_blockq(x32, w, "Q4_0")
+
+
+def test_a_small_product_stays_on_one_thread() -> None:
+    """64 rows of W by 256: 16,384 multiply-adds, under the work that pays for
+    waking a second thread (the blocks are counted once, not per block)."""
+    w, decoded = quantized(64, 256, "Q8_0")
+    compiled = qidao.compile(program((1, 256), w, "Q8_0"), threads=2)
+    (schedule,) = compiled.stats["default_schedule"].values()
+    assert schedule.startswith("none: 16384 elements"), schedule
+    x = RNG.standard_normal((1, 256)).astype(np.float32)
+    close(compiled(x, w)[0], x.astype(np.float64) @ decoded.T)

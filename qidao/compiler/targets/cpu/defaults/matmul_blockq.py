@@ -11,18 +11,21 @@ are independent."""
 from __future__ import annotations
 
 import math
+import re
 
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cpu.defaults.loops import parallel_outer
 
 BLOCK = 32
 """Elements per block (``Q8_0``, ``Q4_0``)."""
+ROW_LOOP = re.compile(r"b\d+|i")
+"""The loops over x's rows: its batch dimensions and ``i`` (not ``blk``)."""
 
 
 def schedule_matmul_blockq(s: Schedule, kernel: str, threads: int) -> str:
     """``n`` in parallel on ``threads`` threads when its ``M·K`` multiply-adds per
     iteration add up to enough work."""
     extents = s.extents(kernel)
-    rows = [v for name, v in extents.items() if name == "i" or name[:1] == "b"]
+    rows = [v for name, v in extents.items() if ROW_LOOP.fullmatch(name)]
     per_n = math.prod(v or 1 for v in rows) * (extents.get("blk") or 1) * BLOCK
     return parallel_outer(s, kernel, threads, ["n"], per_n)
