@@ -207,7 +207,12 @@ CASES: dict[str, tuple[str, str, str, list[list[str]]]] = {
         "%a: tensor<5x2x64xf32>, %b: tensor<3x2x18xi8>",
         '%r = tg.matmul_blockq %a, %b encoding = "Q4_0" : (tensor<5x2x64xf32>, tensor<3x2x18xi8>) -> tensor<5x2x3xf32>',
         "%r : tensor<5x2x3xf32>",
-        [["n", "b0", "i", "e_init", "blk", "e_lo", "e_hi", "e_sum"]],
+        [
+            [
+                *("n", "b0", "i_o", "i_init", "e_init", "blk", "e_lo", "e_hi"),
+                *("i_i", "e_mul", "i_sum", "e_sum"),
+            ]
+        ],
     ),
     "tg.conv2d": (
         f"%x: {NCHW}, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>",

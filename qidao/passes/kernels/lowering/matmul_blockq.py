@@ -16,7 +16,8 @@ keep in two 16-wide vectors: no reassociation is needed to vectorize it)::
 bytes in memory; nothing is decoded ahead. ``lanes`` is the kernel's own
 buffer, a row of 32 floats per column ``n``, so that the loop over ``n``
 (outermost: each weight row is read for every row of ``x`` while it is in the
-caches) may run in parallel.
+caches) may run in parallel. Several rows of x (M a multiple of 2, 4 or 8)
+share each decoded block instead (:func:`_row_tiles`).
 """
 
 from __future__ import annotations
@@ -36,13 +37,33 @@ BLOCK = 32
 """Elements per block (``Q8_0``, ``Q4_0``)."""
 
 
+ROW_TILES = (8, 4, 2)
+"""Rows of x that share each decoded block: the largest that divides M (else one
+row at a time, each element decoded where it is multiplied)."""
+
+
+def row_tile(m: int) -> int:
+    """How many rows of x share each decoded block (``ROW_TILES``)."""
+    return next((t for t in ROW_TILES if m % t == 0), 1)
+
+
 def lower_matmul_blockq(
     op: Operation, k: Kernel, sources: list[Source], pool: ConstantPool
 ) -> None:
     assert isinstance(op, MatmulBlockqOp)
     x, w = sources
-    em = k.em
     (out,) = k.outputs
+    tile = row_tile(shape(op.result)[-2])
+    if tile == 1:
+        _one_row(op, k.em, x, w, out)
+    else:
+        _row_tiles(op, k.em, x, w, out, tile)
+
+
+def _one_row(
+    op: MatmulBlockqOp, em: Emitter, x: Source, w: Source, out: SSAValue
+) -> None:
+    """Each element decoded where it is multiplied (module docstring)."""
     out_shape = shape(op.result)
     lead = len(out_shape) - 1  # b.., i
     n_size = out_shape[-1]
@@ -79,6 +100,68 @@ def lower_matmul_blockq(
 
         (total,) = em.accumulate(["e_sum"], [BLOCK], [zero], add_lane, outer)
         em.store(total, out, outer, [*row, n])
+    em.add(memref.DeallocOp.get(lanes))
+
+
+def _row_tiles(
+    op: MatmulBlockqOp, em: Emitter, x: Source, w: Source, out: SSAValue, tile: int
+) -> None:
+    """Each block decoded once, into ``decoded[n]``, for ``tile`` rows of x::
+
+        for n, b.., i_o:
+            for i_init, e_init:  lanes[n, i_i, e] = 0
+            for blk:
+                for e:           decoded[n, e] = d(n, blk) * q(n, blk, e)
+                for i_i, e_mul:  lanes[n, i_i, e] += x[b.., tile i_o + i_i, 32 blk + e] * decoded[n, e]
+            for i_sum:           out[b.., tile i_o + i_i, n] = sum of lanes[n, i_i, e] over e_sum
+
+    The default schedule vectorizes ``e_mul`` (left to itself, LLVM unrolls it
+    and vectorizes ``i_i`` with gathers)."""
+    out_shape = shape(op.result)
+    lead = len(out_shape) - 1
+    n_size, m = out_shape[-1], out_shape[-2]
+    blocks = shape(op.rhs)[1]
+    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, tile, BLOCK])).memref
+    lanes.name_hint = "lanes"
+    decoded = em.add(memref.AllocOp.get(f32, shape=[n_size, BLOCK])).memref
+    decoded.name_hint = "decoded"
+    names = ["n", *(f"b{d}" for d in range(lead - 1)), "i_o"]
+    zero = em.constant(0.0, f32)
+    n = dim(0)
+    batch = [dim(j) for j in range(1, lead)]
+    i_o = dim(lead)
+    with em.nest(names, [n_size, *out_shape[:-2], m // tile]) as outer:
+        with em.nest(["i_init", "e_init"], [tile, BLOCK]) as inits:
+            em.store(zero, lanes, [*outer, *inits], [n, dim(lead + 1), dim(lead + 2)])
+        with em.nest(["blk"], [blocks]) as (blk_iv,):
+            blk = dim(lead + 1)
+            d = _scale(em, w, [*outer, blk_iv], n, blk)
+            for part in _PARTS[op.encoding.data]:
+                with em.nest([part.loop], [part.count]) as (e_iv,):
+                    ivs = [*outer, blk_iv, e_iv]
+                    e = dim(lead + 2)
+                    q = part.element(em, em.load(w, ivs, [n, blk, e + part.byte]))
+                    em.store(
+                        em.value(arith.MulfOp(d, q)), decoded, ivs, [n, e + part.lane]
+                    )
+            with em.nest(["i_i", "e_mul"], [tile, BLOCK]) as inner:
+                ivs = [*outer, blk_iv, *inner]
+                i_i, e = dim(lead + 2), dim(lead + 3)
+                xv = em.load(x, ivs, [*batch, i_o * tile + i_i, blk * BLOCK + e])
+                weight = em.load(decoded, ivs, [n, e])
+                old = em.load(lanes, ivs, [n, i_i, e])
+                product = em.value(arith.MulfOp(xv, weight))
+                em.store(em.value(arith.AddfOp(old, product)), lanes, ivs, [n, i_i, e])
+        with em.nest(["i_sum"], [tile]) as (i_sum,):
+            rows = [*outer, i_sum]
+
+            def add_lane(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+                lane = em.load(lanes, ivs, [n, dim(lead + 1), dim(len(ivs) - 1)])
+                return [em.value(arith.AddfOp(accs[0], lane))]
+
+            (total,) = em.accumulate(["e_sum"], [BLOCK], [zero], add_lane, rows)
+            em.store(total, out, rows, [*batch, i_o * tile + dim(lead + 1), n])
+    em.add(memref.DeallocOp.get(decoded))
     em.add(memref.DeallocOp.get(lanes))
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import re
 
+from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule
 from qidao.compiler.targets.cpu.defaults.loops import parallel_outer
 
 BLOCK = 32
 """Elements per block (``Q8_0``, ``Q4_0``)."""
-ROW_LOOP = re.compile(r"b\d+|i")
+ROW_LOOP = re.compile(r"b\d+|i|i_o|i_i")
 """The loops over x's rows: its batch dimensions and ``i`` (not ``blk``)."""
 
 
@@ -26,6 +27,15 @@ def schedule_matmul_blockq(s: Schedule, kernel: str, threads: int) -> str:
     """``n`` in parallel on ``threads`` threads when its ``M·K`` multiply-adds per
     iteration add up to enough work."""
     extents = s.extents(kernel)
+    done: list[str] = []
+    if "e_mul" in extents:  # rows in tiles: each block's products on vectors
+        s.vectorize(kernel, "e_mul", 16)
+        done.append("e_mul on 16-wide vectors")
     rows = [v for name, v in extents.items() if ROW_LOOP.fullmatch(name)]
     per_n = math.prod(v or 1 for v in rows) * (extents.get("blk") or 1) * BLOCK
-    return parallel_outer(s, kernel, threads, ["n"], per_n)
+    try:
+        done.append(parallel_outer(s, kernel, threads, ["n"], per_n))
+    except NotApplicable:
+        if not done:
+            raise
+    return "; ".join(done)
