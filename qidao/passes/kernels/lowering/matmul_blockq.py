@@ -22,6 +22,7 @@ share each decoded block instead (:func:`_row_tiles`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref
@@ -79,20 +80,12 @@ def _one_row(
             em.store(zero, lanes, [*outer, e_init], [n, dim(lead + 1)])
         with em.nest(["blk"], [blocks]) as (blk_iv,):
             blk = dim(lead + 1)
-            d = _scale(em, w, [*outer, blk_iv], n, blk)
-            for part in _PARTS[op.encoding.data]:
-                with em.nest([part.loop], [part.count]) as (e_iv,):
-                    ivs = [*outer, blk_iv, e_iv]
-                    e = dim(lead + 2)
-                    q = part.element(em, em.load(w, ivs, [n, blk, e + part.byte]))
-                    weight = em.value(arith.MulfOp(d, q))
-                    lane = e + part.lane
-                    xv = em.load(x, ivs, [*row, blk * BLOCK + lane])
-                    old = em.load(lanes, ivs, [n, lane])
-                    product = em.value(arith.MulfOp(xv, weight))
-                    em.store(
-                        em.value(arith.AddfOp(old, product)), lanes, ivs, [n, lane]
-                    )
+
+            def use(ivs: list[SSAValue], lane: AffineExpr, weight: SSAValue) -> None:
+                xv = em.load(x, ivs, [*row, blk * BLOCK + lane])
+                _add_product(em, lanes, ivs, [n, lane], xv, weight)
+
+            _decode_block(em, op.encoding.data, w, [*outer, blk_iv], use)
 
         def add_lane(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
             lane = em.load(lanes, ivs, [n, dim(len(ivs) - 1)])
@@ -135,23 +128,17 @@ def _row_tiles(
             em.store(zero, lanes, [*outer, *inits], [n, dim(lead + 1), dim(lead + 2)])
         with em.nest(["blk"], [blocks]) as (blk_iv,):
             blk = dim(lead + 1)
-            d = _scale(em, w, [*outer, blk_iv], n, blk)
-            for part in _PARTS[op.encoding.data]:
-                with em.nest([part.loop], [part.count]) as (e_iv,):
-                    ivs = [*outer, blk_iv, e_iv]
-                    e = dim(lead + 2)
-                    q = part.element(em, em.load(w, ivs, [n, blk, e + part.byte]))
-                    em.store(
-                        em.value(arith.MulfOp(d, q)), decoded, ivs, [n, e + part.lane]
-                    )
+
+            def keep(ivs: list[SSAValue], lane: AffineExpr, weight: SSAValue) -> None:
+                em.store(weight, decoded, ivs, [n, lane])
+
+            _decode_block(em, op.encoding.data, w, [*outer, blk_iv], keep)
             with em.nest(["i_i", "e_mul"], [tile, BLOCK]) as inner:
                 ivs = [*outer, blk_iv, *inner]
                 i_i, e = dim(lead + 2), dim(lead + 3)
                 xv = em.load(x, ivs, [*batch, i_o * tile + i_i, blk * BLOCK + e])
                 weight = em.load(decoded, ivs, [n, e])
-                old = em.load(lanes, ivs, [n, i_i, e])
-                product = em.value(arith.MulfOp(xv, weight))
-                em.store(em.value(arith.AddfOp(old, product)), lanes, ivs, [n, i_i, e])
+                _add_product(em, lanes, ivs, [n, i_i, e], xv, weight)
         with em.nest(["i_sum"], [tile]) as (i_sum,):
             rows = [*outer, i_sum]
 
@@ -163,6 +150,41 @@ def _row_tiles(
             em.store(total, out, rows, [*batch, i_o * tile + dim(lead + 1), n])
     em.add(memref.DeallocOp.get(decoded))
     em.add(memref.DeallocOp.get(lanes))
+
+
+def _decode_block(
+    em: Emitter,
+    encoding: str,
+    w: Source,
+    ivs: list[SSAValue],
+    use: Callable[[list[SSAValue], AffineExpr, SSAValue], None],
+) -> None:
+    """Decode the block ``w[n, blk]`` (``ivs``: the loops down to ``blk``, ``n``
+    the first, ``blk`` the last): its scale once, then each element in a loop of
+    its part, handed to ``use(ivs, lane, d * q)`` (``lane``: its place in the
+    block)."""
+    n, blk = dim(0), dim(len(ivs) - 1)
+    d = _scale(em, w, ivs, n, blk)
+    for part in _PARTS[encoding]:
+        with em.nest([part.loop], [part.count]) as (e_iv,):
+            inner = [*ivs, e_iv]
+            e = dim(len(ivs))
+            q = part.element(em, em.load(w, inner, [n, blk, e + part.byte]))
+            use(inner, e + part.lane, em.value(arith.MulfOp(d, q)))
+
+
+def _add_product(
+    em: Emitter,
+    lanes: SSAValue,
+    ivs: list[SSAValue],
+    index: list[AffineExpr],
+    x: SSAValue,
+    weight: SSAValue,
+) -> None:
+    """``lanes[index] += x * weight``."""
+    old = em.load(lanes, ivs, index)
+    product = em.value(arith.MulfOp(x, weight))
+    em.store(em.value(arith.AddfOp(old, product)), lanes, ivs, index)
 
 
 def _scale(
