@@ -28,6 +28,7 @@ import functools
 import hashlib
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,12 @@ from qidao.compiler.pipeline import (
     stages,
 )
 from qidao.compiler.schedule import ScheduleSpec, apply_schedule
+from qidao.compiler.symbolic import SymbolicProgram
 from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
 from qidao.compiler.trainable import WithParameters, trained_inputs, training_step
 from qidao.errors import ArgumentError, UnsupportedError
+from qidao.frontend.onnx.load import load_model as load_onnx_model
 from qidao.passes.graph.checkpoint import CheckpointError, training_report
 from qidao.passes.graph.select_conv_algo import algo_report, set_measure
 from qidao.runtime.cpu import host_cpu
@@ -76,6 +79,7 @@ def compile(
     weights: Any = None,
     example_inputs: Any = None,
     strict: bool = False,
+    dynamic: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> CompiledModel:
     """Compile ``model`` for ``target`` and return a callable :class:`Compiled` (or,
@@ -145,6 +149,15 @@ def compile(
     binds the model's initializers and graph inputs by name to those tensors
     (``qidao.frontend.weights``).
 
+    ``dynamic`` (an ONNX model: ``{"seq": (1, 2048)}``) makes each input dimension
+    whose ``dim_param`` it names *symbolic*: one compile serves every size in the
+    range, and the result (a ``qidao.compiler.symbolic.SymbolicProgram``) takes
+    arrays of any of them (``docs/dynamic-shapes.md``); ``(n, n)`` fixes a
+    dimension to ``n``. A builder graph declares its symbolic dimensions in its
+    inputs' shapes instead (``Dim("seq", 1, 2048)``); a PyTorch model takes
+    ``torch.export``'s ``dynamic_shapes`` for its positional inputs,
+    ``dynamic=({1: torch.export.Dim("seq", min=1, max=2048)},)``.
+
     A PyTorch ``nn.Module`` or function needs ``example_inputs`` (a tuple of
     tensors); it is captured with torch.export, and the result (a
     ``qidao.frontend.torch.backend.TorchCompiled``) takes and returns torch tensors.
@@ -161,7 +174,7 @@ def compile(
         def compile_graph(module: ModuleOp) -> CompiledModel:
             return compile(module, target, threads, mode, **options)
 
-        return compile_torch(model, example_inputs, compile_graph, strict)
+        return compile_torch(model, example_inputs, compile_graph, strict, dynamic)
     if example_inputs is not None or strict:
         raise TypeError(
             "example_inputs= and strict= are for PyTorch models (an nn.Module or a "
@@ -176,6 +189,8 @@ def compile(
         held = trained_inputs(weights, grad)  # a builder graph's initial weights
     elif weights is not None:  # an ONNX model in, an ONNX model with the weights out
         model = with_weights(model, weights)
+    if dynamic is not None:
+        return _compile_symbolic(model, dynamic, backend, settings)
     if grad:  # initializers named there become inputs
         model, lifted = lift_for_grad(model, grad)
         held = {**held, **lifted}
@@ -200,9 +215,40 @@ def compile(
             )
         return lazy
     compiled = _compile_module(model, backend, settings)
+    if "symbolic" in compiled.stats:  # one compile for every size: Dim, dynamic=
+        if grad:
+            raise UnsupportedError(
+                "grad= needs static shapes; this model has symbolic dimensions "
+                f"({', '.join(compiled.stats['symbolic']['dims'])})"
+            )
+        return SymbolicProgram(compiled)
     if optimizer is not None:
         return training_step(compiled, grad, held, optimizer)
     return WithParameters(compiled, held) if held else compiled
+
+
+def _compile_symbolic(
+    model: Any, dynamic: Mapping[str, Any], backend: Target, settings: Settings
+) -> CompiledModel:
+    """An ONNX model with the dimensions ``dynamic`` names symbolic
+    (``qidao.frontend.onnx.symbolic``)."""
+    if not is_onnx(model):
+        raise ArgumentError(
+            f"dynamic= takes an ONNX model, not a {type(model).__name__}; a builder "
+            'graph declares a symbolic dimension in an input\'s shape: g.input("x", '
+            '(Dim("seq", 1, 2048), 768))'
+        )
+    given = [n for n in TRAINING_OPTIONS if settings.options.get(n)]
+    if given:
+        raise ArgumentError(
+            f"dynamic= with {', '.join(given)}=: training needs static shapes"
+        )
+    from qidao.frontend.onnx.symbolic import import_symbolic
+
+    compiled = _compile_module(
+        import_symbolic(load_onnx_model(model), dynamic), backend, settings
+    )
+    return SymbolicProgram(compiled) if "symbolic" in compiled.stats else compiled
 
 
 TRAINING_OPTIONS = ("grad", "optimizer", "checkpoint")

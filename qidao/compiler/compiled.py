@@ -25,7 +25,8 @@ class CompiledModel(Protocol):
     """What every ``qidao.compile`` result offers, whatever the model and target:
     a program (``Compiled`` for the CPU, ``CompiledCuda``), or one wrapper around
     programs that changes how it is called: ``Specialized`` (compiled again per
-    integer input value or shape), ``WithParameters`` (``grad=``: the lifted
+    integer input value or shape), ``SymbolicProgram`` (one program for every size
+    of its symbolic dimensions), ``WithParameters`` (``grad=``: the lifted
     initializers held), ``TrainingStep`` (``optimizer=``: the weights held and
     updated) or ``TorchCompiled`` (torch tensors in and out). Code that takes any
     result relies on this protocol only (``tests/compiler/test_compiled_model.py``

@@ -19,8 +19,10 @@ from qidao.dialects.attributes import (
     IN_PLACE_ATTR,
     INPUT_NAMES_ATTR,
     KERNEL_ATTR,
+    OUTPUT_DIM_LABELS_ATTR,
     OUTPUT_NAMES_ATTR,
 )
+from qidao.dialects.symbolic import declared_dims, dim_labels
 from qidao.dialects.tg.types import dtype_name, is_row_major
 from qidao.passes.kernels.plan_memory import memory_stats
 from qidao.runtime.executor import TensorSpec
@@ -104,4 +106,11 @@ def host_stats(affine: ModuleOp) -> dict[str, Any]:
             for pair in pairs.data
             if isinstance(pair, ArrayAttr)
         ]
+    dims = declared_dims(host)
+    if dims:  # read by qidao.compiler.symbolic (and kept in the compile cache)
+        stats["symbolic"] = {
+            "dims": {n: [d.lo, d.hi, d.capacity] for n, d in dims.items()},
+            "inputs": dim_labels(host),
+            "outputs": dim_labels(host, OUTPUT_DIM_LABELS_ATTR),
+        }
     return stats

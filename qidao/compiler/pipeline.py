@@ -139,6 +139,11 @@ COMMON_STAGES: tuple[Stage, ...] = (
                 "convert-tg-to-affine",
                 "it makes the kernels: below it nothing knows a tg op",
             ),
+            _needed(
+                "mark-symbolic-loops",
+                "a model with symbolic dimensions: without it every loop would run "
+                "to the capacity, whatever the call's size",
+            ),
             # the CPU's option (its TrainingStep hands the weights as outputs)
             Step("update-in-place", when="update_in_place", options=("wrt=grad",)),
             _graph("plan-memory"),
@@ -163,6 +168,11 @@ PIPELINES: dict[str, tuple[Stage, ...]] = {
         Stage(
             "scf",
             (
+                _needed(
+                    "bound-symbolic-loops",
+                    "a model with symbolic dimensions: its loops run to the call's "
+                    "size from here on",
+                ),
                 Step("instrument-kernels", when="profile"),
                 _needed(
                     "expand-math",

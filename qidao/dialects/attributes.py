@@ -16,14 +16,16 @@ if KERNEL_ATTR in fn.attributes:          # a kernel function
 By where they sit, from the top of the tower down:
 
 - the model's entry function ``@main`` (tg): ``INPUT_NAMES_ATTR``,
-  ``OUTPUT_NAMES_ATTR``, ``CHECKS_ATTR``, ``CHECKPOINT_ATTR``;
+  ``OUTPUT_NAMES_ATTR``, ``CHECKS_ATTR``, ``CHECKPOINT_ATTR``, ``DIMS_ATTR``,
+  ``DIM_LABELS_ATTR`` (and, on the host, ``OUTPUT_DIM_LABELS_ATTR``);
 - tg ops: ``SOURCE_ATTR``, ``NONNEGATIVE_ATTR``, ``ALGO_ATTR``, ``UPDATE_ATTR``,
   ``RECOMPUTE_ATTR``;
 - the host ``@main`` after ``convert-tg-to-affine``: ``NUM_INPUTS_ATTR``,
   ``IN_PLACE_ATTR``, ``PROFILE_KERNELS_ATTR`` (and the two name lists, copied);
 - kernel functions: ``KERNEL_ATTR``;
 - loops: ``LOOP_ATTR``, ``ROLLED_ATTR``, ``PARALLEL_ATTR``, ``BIND_ATTR``,
-  ``THREADS_ATTR``, ``TENSORIZE_ATTR``, ``DOUBLE_BUFFER_ATTR``.
+  ``THREADS_ATTR``, ``TENSORIZE_ATTR``, ``DOUBLE_BUFFER_ATTR``, ``SYMBOLIC_ATTR``,
+  ``TRIP_ATTR``, ``EXACT_ATTR``.
 """
 
 from __future__ import annotations
@@ -155,3 +157,51 @@ DOUBLE_BUFFER_ATTR = "qd.double_buffer"
 (the next iteration's copy overlaps this one's compute). Written by
 ``double-buffer``; read through ``is_double_buffered`` by the CUDA staging
 (``targets/cuda/staging.py``)."""
+
+# --- symbolic dimensions (docs/dynamic-shapes.md) ---------------------------------
+
+DIMS_ATTR = "qd.dims"
+"""The symbolic dimensions of a model, on its entry function ``@main``
+(``DictionaryAttr``: name -> ``[lo, hi, capacity]`` as ``IntegerAttr``s): a call may
+give the dimension any size in ``[lo, hi]``; tensors are laid out for
+``capacity``. Written by ``qidao.frontend.symbolic.declare_dims``; read by
+``mark-symbolic-loops`` and ``qidao.compiler.symbolic``."""
+
+DIM_LABELS_ATTR = "qd.dim_labels"
+"""Which dimension of each graph input is symbolic, on ``@main``: one
+``ArrayAttr`` of ``StringAttr`` per input, ``""`` for a static dimension, the
+dimension's name for a symbolic one. Written by ``declare_dims``; read by
+``mark-symbolic-loops`` and ``qidao.compiler.symbolic``."""
+
+OUTPUT_DIM_LABELS_ATTR = "qd.output_dim_labels"
+"""The same for each graph output, on the host ``@main``. Written by
+``mark-symbolic-loops``; read by ``qidao.compiler.symbolic``."""
+
+SYMBOLIC_ATTR = "qd.symbolic"
+"""The symbolic dimension (``StringAttr``) whose size a loop's trip count follows at
+run time, on an ``affine.for`` whose static bounds are the ones at the dimension's
+capacity; and, on a kernel's ``index`` argument (its ``arg_attrs``), the dimension
+whose size it carries. Written by ``mark-symbolic-loops``; kept by ``split`` (on the
+outer loop), refused by the primitives that need a constant trip count
+(``passes/schedule/loops/nest.py``); read by ``bound-symbolic-loops``."""
+
+TRIP_ATTR = "qd.trip"
+"""A symbolic loop's trip count at run time as a map of the dimension's size
+(``AffineMapAttr``, ``()[s0] -> (s0)``; ``split`` by 8 makes the outer loop's
+``()[s0] -> (s0 ceildiv 8)``). Written by ``mark-symbolic-loops`` and ``split``;
+read by
+``bound-symbolic-loops``."""
+
+EXACT_ATTR = "qd.exact"
+"""A ``UnitAttr`` on a symbolic loop that reduces (it carries ``iter_args`` or
+stores to the same element in different iterations): it must run exactly the
+size's iterations, never rounded up to a tile, so ``split`` refuses it. Written by
+``mark-symbolic-loops``; read by ``split``."""
+
+SIZES_ATTR = "qd.sizes"
+"""On a kernel function with loops over symbolic dimensions: those dimensions and
+their capacities (``DictionaryAttr``: name -> ``IntegerAttr``), in the order
+``bound-symbolic-loops`` appends their sizes as ``index`` arguments. Written by
+``mark-symbolic-loops``; copied onto the kernel's declarations when the CPU
+lowering splits the module over processes (``targets/cpu/lower.py``); read by
+``bound-symbolic-loops`` (on kernels, declarations and the host's calls)."""

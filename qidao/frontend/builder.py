@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from qidao.dialects import tg
 from qidao.dialects.attributes import INPUT_NAMES_ATTR, OUTPUT_NAMES_ATTR, SOURCE_ATTR
+from qidao.dialects.symbolic import Dim
 from qidao.dialects.tg.custom import gradient_type
 from qidao.dialects.tg.domain import has_runtime_domain
 from qidao.dialects.tg.types import (
@@ -70,6 +71,7 @@ from qidao.dialects.tg.types import (
 from qidao.frontend.custom import CustomOpDef, lookup, registered_names
 from qidao.frontend.errors import GraphError
 from qidao.frontend.limits import check_tensor
+from qidao.frontend.symbolic import declare_dims
 
 IntOrPair = int | Sequence[int]
 
@@ -239,6 +241,8 @@ class Graph:
         self._outputs: list[tuple[str, Value]] = []
         self._module: ModuleOp | None = None
         self._source: str | None = None
+        self._dims: dict[str, Dim] = {}
+        self._labels: list[list[str]] = []
 
     @contextmanager
     def source(self, label: str) -> Iterator[None]:
@@ -253,26 +257,42 @@ class Graph:
 
     # ---- graph boundary ---------------------------------------------------------
 
-    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> Value:
-        """A new function argument named ``name`` with a static ``shape``."""
+    def input(
+        self, name: str, shape: Sequence[int | Dim], dtype: str = "float32"
+    ) -> Value:
+        """A new function argument named ``name`` of ``shape``: ints, or a
+        symbolic dimension (``Dim("seq", 1, 2048)``) for an axis whose size each
+        call chooses; the graph is built at the dimension's capacity
+        (``qidao.dialects.symbolic``), and one compile serves every size."""
         self._check_open()
         if name in self._input_names:
             raise GraphError(f"graph '{self.name}' already has an input named '{name}'")
-        shape = tuple(shape)
-        if any(not isinstance(d, int) or d < 0 for d in shape):
+        labels = [d.name if isinstance(d, Dim) else "" for d in shape]
+        for d in shape:
+            if isinstance(d, Dim):
+                known = self._dims.setdefault(d.name, d)
+                if known != d:
+                    raise GraphError(
+                        f"input '{name}': dimension '{d.name}' is declared as {d} "
+                        f"here and as {known} before"
+                    )
+        sizes = tuple(d.capacity if isinstance(d, Dim) else d for d in shape)
+        if any(not isinstance(d, int) or d < 0 for d in sizes):
             raise GraphError(
-                f"input '{name}' needs a static shape of non-negative ints, got {shape}"
+                f"input '{name}' needs a static shape of non-negative ints (or a "
+                f"Dim for a symbolic axis), got {tuple(shape)}"
             )
         try:
             element_type = element_type_of(dtype)
         except ValueError as e:
             raise GraphError(f"input '{name}': {e}") from None
-        _check_size(f"input '{name}'", tensor_type(shape, element_type))
+        _check_size(f"input '{name}'", tensor_type(sizes, element_type))
         arg = self._block.insert_arg(
-            tensor_type(shape, element_type), len(self._block.args)
+            tensor_type(sizes, element_type), len(self._block.args)
         )
         arg.name_hint = mlir_name(name)
         self._input_names.append(name)
+        self._labels.append(labels)
         return Value(self, arg)
 
     def output(self, *values: Value, names: Sequence[str] | None = None) -> None:
@@ -317,6 +337,8 @@ class Graph:
             [StringAttr(n) for n, _ in self._outputs]
         )
         module = ModuleOp([func])
+        if self._dims:
+            declare_dims(module, list(self._dims.values()), self._labels)
         try:
             module.verify()
         except VerifyException as e:

@@ -243,6 +243,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from qidao.tools.generate_command import cmd_bench_generate
 
         return cmd_bench_generate(args)
+    if args.workloads[:1] == ["dynamic"]:  # qidao/bench/dynamic.py
+        from qidao.tools.dynamic_command import cmd_bench_dynamic
+
+        return cmd_bench_dynamic(args)
     unknown = [
         w for w in args.workloads if w not in EXAMPLES and shaped_example(w) is None
     ]

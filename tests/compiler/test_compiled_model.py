@@ -73,6 +73,15 @@ def test_a_model_with_dynamic_dimensions_compiles_per_shape() -> None:
     check_contract(compiled, "Specialized")  # ir and stats: the last call's program
 
 
+def test_a_model_with_symbolic_dimensions_compiles_once() -> None:
+    compiled = qidao.compile(onnx_model("batch"), dynamic={"batch": (1, 8)})
+    for batch in (2, 5):
+        x = RNG.standard_normal((batch, 3)).astype(np.float32)
+        (y,) = compiled(x)
+        np.testing.assert_allclose(y, np.maximum(x @ W, 0), rtol=1e-5)
+    check_contract(compiled, "SymbolicProgram")
+
+
 def test_a_model_with_a_size_that_is_data_compiles_in_stages() -> None:
     """relu(x @ w) of the rows of ``x`` with a positive sum (``NonZero``): the
     stage before, then the rest per count; the contract holds over both."""

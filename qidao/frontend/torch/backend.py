@@ -201,8 +201,16 @@ def compile_torch(
     example_inputs: Sequence[Any],
     compile_fn: CompileFn,
     strict: bool = False,
+    dynamic: Any = None,
 ) -> TorchCompiled:
-    """Capture ``model`` on ``example_inputs`` and compile it with ``compile_fn``."""
+    """Capture ``model`` on ``example_inputs`` and compile it with ``compile_fn``;
+    with ``dynamic`` (``torch.export``'s ``dynamic_shapes``), once for every size
+    of its symbolic dimensions (``qidao.frontend.torch.symbolic``)."""
+    if dynamic is not None:
+        from qidao.frontend.torch.symbolic import capture_symbolic
+
+        captured, module = capture_symbolic(model, example_inputs, dynamic)
+        return TorchCompiled(captured, compile_fn(module), [], {})
     captured = capture(model, example_inputs)
     missing = unsupported_ops(captured.graph_module)
     if not missing:

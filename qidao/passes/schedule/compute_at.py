@@ -19,7 +19,9 @@ over the *tile*: the footprint (``loops/footprint.py``) of the memref M that N w
 L's body, at most ``E_d`` elements in dimension ``d`` from a base ``b_d`` invariant in
 the body. N's loop ``d`` runs over ``[0, E_d)``, or over ``[0, min(E_d, S_d - b_d))``
 where the last tile passes the end of M's shape ``S`` (a split tail), and its
-induction variable ``v`` becomes ``b_d + v`` in N's indices.
+induction variable ``v`` becomes ``b_d + v`` in N's indices. A loop of N over a
+symbolic dimension (``qd.symbolic``) runs over a tile of it after the move, so it
+loses the tag: the tile loop decides how many tiles a call computes.
 
 A consumer N that writes a memref T does not touch (an int8 product's epilogue
 writes ``out`` from the int32 sums T accumulates in a buffer of the kernel's own)
@@ -109,6 +111,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.traits import is_side_effect_free
 
+from qidao.dialects.attributes import SYMBOLIC_ATTR, TRIP_ATTR
 from qidao.passes.schedule.loops.errors import IllegalScheduleError
 from qidao.passes.schedule.loops.footprint import Footprint, compact_map, footprint
 from qidao.passes.schedule.loops.nest import (
@@ -594,6 +597,8 @@ def _shift_band(band: list[affine.ForOp], uppers: list[Bound], plan: Footprint) 
     m = len(plan.invariants)
     for d, (band_loop, upper) in enumerate(zip(band, uppers, strict=True)):
         set_bounds(band_loop, (AffineMap.constant_map(0), ()), upper)
+        for attr in (SYMBOLIC_ATTR, TRIP_ATTR):  # it runs over a tile now
+            band_loop.attributes.pop(attr, None)
         index = iv(band_loop)
         # index -> base + index, the base's invariants first (``i_o * 8 + i_init``)
         shift = plan.base[d] + AffineExpr.dimension(m)

@@ -16,6 +16,11 @@ Uses of the old induction variable become ``F * i_o + i_i`` (plus ``lb``), folde
 into the maps of the ``affine.load``/``store``/``apply``/``min`` that use it; any
 other use reads an ``affine.apply``. iter_args are carried through both loops.
 
+A loop over a symbolic dimension (``qd.symbolic``, ``mark-symbolic-loops``) splits
+into whole tiles: its outer loop runs ``ceildiv(size, F)`` times at run time
+(``qd.trip``), so the last tile may compute past the call's size, into rows that
+every buffer has; one that reduces (``qd.exact``) is refused.
+
 Tail: when F divides N the inner loop runs exactly F times (a constant bound);
 otherwise its upper bound is ``min(F, N - F * i_o)``, so the last tile is shorter
 and the nest runs exactly the iterations of the original loop, in the same order.
@@ -49,14 +54,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from qidao.dialects.attributes import LOOP_ATTR
-from qidao.passes.schedule.loops.errors import InvalidArgumentError
+from qidao.dialects.attributes import EXACT_ATTR, LOOP_ATTR, TRIP_ATTR
+from qidao.passes.schedule.loops.errors import InvalidArgumentError, SymbolicLoopError
 from qidao.passes.schedule.loops.nest import (
     check_new_names,
     constant_map,
@@ -66,6 +71,7 @@ from qidao.passes.schedule.loops.nest import (
     move_body,
     replace_value,
     require_constant_bounds,
+    symbolic_dim,
 )
 
 
@@ -79,6 +85,15 @@ def split_loop(
         )
     fn, old = find_loop(module, "split", kernel, loop)
     lb, ub = require_constant_bounds(old, "split", kernel)
+    if EXACT_ATTR in old.attributes:
+        raise SymbolicLoopError(
+            "split",
+            kernel,
+            loop,
+            f"it reduces over the symbolic dimension '{symbolic_dim(old)}', so it "
+            "must run exactly the call's size: whole tiles past it would add rows "
+            "that are not there",
+        )
     outer_name, inner_name = f"{loop}_o", f"{loop}_i"
     check_new_names(fn, [outer_name, inner_name], "split", kernel, loop)
     extent = max(0, ub - lb)
@@ -103,6 +118,12 @@ def split_loop(
     for key, attr in old.attributes.items():
         if key != LOOP_ATTR:
             outer.attributes[key] = attr
+    trip = old.attributes.get(TRIP_ATTR)
+    if isinstance(trip, AffineMapAttr):  # over a symbolic dimension: whole tiles
+        (count,) = trip.data.results
+        outer.attributes[TRIP_ATTR] = AffineMapAttr(
+            AffineMap(0, 1, (count.ceil_div(factor),))
+        )
     inner_block = inner.body.block
     old_block = old.body.block
     move_body(old_block, inner_block)

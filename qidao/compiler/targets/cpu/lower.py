@@ -42,7 +42,7 @@ from xdsl.ir import Region
 from qidao.compiler.options import Settings
 from qidao.compiler.pipeline import Stage, run_stages
 from qidao.compiler.targets.cpu.emit import INLINE_BYTES, aligned_bytes, emit_program
-from qidao.dialects.attributes import KERNEL_ATTR
+from qidao.dialects.attributes import KERNEL_ATTR, SIZES_ATTR
 from qidao.runtime.cpu import compile_object
 
 PARALLEL_MIN_KERNELS = 8
@@ -258,6 +258,8 @@ def _keep_part(module: ModuleOp, keep: set[str], host: bool) -> None:
                 visibility="private",
                 arg_attrs=op.arg_attrs,
             )
+            if SIZES_ATTR in op.attributes:  # bound-symbolic-loops adds arguments
+                declaration.attributes[SIZES_ATTR] = op.attributes[SIZES_ATTR]
             module.body.block.insert_op_before(declaration, op)
         module.body.block.erase_op(op)
 

@@ -12,12 +12,15 @@ from qidao.compiler.cache import Entry
 from qidao.compiler.checks import Checks
 from qidao.compiler.compiled import CompiledProgram
 from qidao.compiler.debug import emit
+from qidao.compiler.host import entry_function
 from qidao.compiler.options import Settings
 from qidao.compiler.schedule import Schedule, ScheduleSpec
 from qidao.compiler.targets.cuda.compiled import CompiledCuda
 from qidao.compiler.targets.cuda.defaults import default_gpu_schedule
 from qidao.compiler.targets.cuda.emit import emit_program
 from qidao.compiler.targets.cuda.tensor_cores import requesting
+from qidao.dialects.symbolic import declared_dims
+from qidao.errors import UnsupportedError
 
 DEVICES: tuple[str, ...] = ("cuda", "emulate")
 """``cuda``: a CUDA GPU through pycuda; ``emulate``: the CPU emulation, for tests."""
@@ -74,6 +77,11 @@ class CudaTarget:
         seconds: dict[str, float],
         applied: dict[str, Any],
     ) -> CompiledCuda:
+        if declared_dims(entry_function(module)):
+            raise UnsupportedError(
+                "target 'cuda' does not run symbolic dimensions yet (dynamic=, "
+                "Dim): compile for target 'cpu', or give every dimension one size"
+            )
         start = time.perf_counter()
         program = emit_program(module)
         seconds["emit-cuda"] = time.perf_counter() - start

@@ -45,3 +45,9 @@ class NonConstantBoundsError(IllegalScheduleError):
 
 class NotPerfectlyNestedError(IllegalScheduleError):
     """The loops are not a perfectly nested band."""
+
+
+class SymbolicLoopError(IllegalScheduleError):
+    """The loop runs to a symbolic dimension's size (``qd.symbolic``), and the
+    primitive needs a trip count known when compiling (or would change how many
+    times a reduction runs)."""

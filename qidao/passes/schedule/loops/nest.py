@@ -36,12 +36,13 @@ from xdsl.ir.affine import (
 )
 from xdsl.rewriter import Rewriter
 
-from qidao.dialects.attributes import KERNEL_ATTR, LOOP_ATTR
+from qidao.dialects.attributes import KERNEL_ATTR, LOOP_ATTR, SYMBOLIC_ATTR
 from qidao.passes.schedule.loops.errors import (
     DuplicateLoopNameError,
     KernelNotFoundError,
     LoopNotFoundError,
     NonConstantBoundsError,
+    SymbolicLoopError,
 )
 from qidao.passes.schedule.loops.quotients import loop_range, simplify_quotients
 
@@ -84,19 +85,55 @@ def find_kernel(
     return kernels[kernel]
 
 
+CONSTANT_TRIP_PRIMITIVES = frozenset(
+    {
+        *("unroll", "vectorize", "peel", "loop-fuse", "tensorize", "bind"),
+        *("block_stride", "double-buffer"),
+    }
+)
+"""The primitives that need a loop's trip count when compiling, and so refuse a
+loop over a symbolic dimension (``qd.symbolic``; a ``SymbolicLoopError``). The
+others take one: ``split`` keeps its run-time trip count (``qd.trip``),
+``compute-at`` moves a pointwise nest (never a reduction) over the tiles of a loop,
+and ``reorder``, ``parallel``, ``cache-read``, ``cache-write`` and ``prefetch`` do
+not change how many times it runs."""
+
+
+def symbolic_dim(op: Operation) -> str | None:
+    """The symbolic dimension a loop runs over (``qd.symbolic``), or None."""
+    attr = op.attributes.get(SYMBOLIC_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
 def find_loop(
     module: ModuleOp, primitive: str, kernel: str, loop: str
 ) -> tuple[func.FuncOp, affine.ForOp]:
-    """The kernel function and its loop named ``loop``, or a LoopNotFoundError."""
+    """The kernel function and its loop named ``loop``, or a LoopNotFoundError; a
+    SymbolicLoopError where ``primitive`` cannot take a loop over a symbolic
+    dimension (:data:`CONSTANT_TRIP_PRIMITIVES`)."""
     fn = find_kernel(module, primitive, kernel, loop)
     loops = kernel_loops(fn)
     for op in loops:
         if loop_name(op) == loop:
+            _check_symbolic(primitive, kernel, loop, op)
             return fn, op
     known = ", ".join(str(loop_name(op)) for op in loops) or "none"
     raise LoopNotFoundError(
         primitive, kernel, loop, f"no such loop; the kernel's loops are: {known}"
     )
+
+
+def _check_symbolic(primitive: str, kernel: str, loop: str, op: affine.ForOp) -> None:
+    dim = symbolic_dim(op)
+    if dim is not None and primitive in CONSTANT_TRIP_PRIMITIVES:
+        raise SymbolicLoopError(
+            primitive,
+            kernel,
+            loop,
+            f"it runs to the size of the symbolic dimension '{dim}', known only "
+            f"at run time, and {primitive} needs a constant trip count (split it "
+            "first and apply it to the inner loop)",
+        )
 
 
 def check_new_names(

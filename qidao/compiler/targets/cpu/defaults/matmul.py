@@ -215,6 +215,7 @@ from qidao.passes.schedule.loops.nest import (
     iv,
     kernel_functions,
     loop_name,
+    symbolic_dim,
 )
 from qidao.passes.schedule.vectorize import check_vectorizable
 
@@ -328,6 +329,10 @@ def schedule_matmul(s: Schedule, kernel: str, threads: int) -> str:
     # a panel larger than L1, or rows a page or more apart: packed once per call
     # it beats re-reading it from L2 through the TLB for every row tile
     reused |= m > ONE_TILE_ROWS and (k > PACK_MIN_K or n >= PACK_MIN_N)
+    # K over a symbolic dimension (attention's probabilities @ V): the copy would
+    # run to its capacity, whatever the call's size
+    k_symbolic = symbolic_dim(find_loop(s.module, "default schedule", kernel, "k")[1])
+    reused &= not (k_symbolic and rows_contiguous)
     if rhs is not None and reused and k * tile_j <= PACK_MAX_ELEMENTS:
         s.cache_read(kernel, "j_o", rhs)
         done.insert(0, f"{rhs} packed in {k}x{tile_j} panels")

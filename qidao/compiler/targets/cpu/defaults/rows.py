@@ -72,8 +72,14 @@ from xdsl.dialects.builtin import AnyFloat
 
 from qidao.compiler.defaults import NotApplicable
 from qidao.compiler.schedule import Schedule, ScheduleError
+from qidao.dialects.attributes import EXACT_ATTR
 from qidao.passes.cpu.expand_math import scalar_only_math
-from qidao.passes.schedule.loops.nest import kernel_functions, kernel_loops, loop_name
+from qidao.passes.schedule.loops.nest import (
+    kernel_functions,
+    kernel_loops,
+    loop_name,
+    symbolic_dim,
+)
 from qidao.passes.schedule.vectorize import TAIL_SUFFIX
 
 REGISTER_BITS = 512
@@ -120,6 +126,16 @@ def _vectorize_pass(s: Schedule, kernel: str, loop: affine.ForOp) -> str:
             "(LLVM vectorizes the expansion)"
         )
     register = f"<{width} x {element}>"
+    dim = symbolic_dim(loop)
+    if dim is not None and EXACT_ATTR in loop.attributes:
+        raise NotApplicable(
+            f"{name} reduces over the symbolic dimension '{dim}' (LLVM vectorizes "
+            "it, with a remainder loop for the call's size)"
+        )
+    if dim is not None:  # whole vectors past the call's size: rows that exist
+        s.split(kernel, name, width)
+        s.vectorize(kernel, f"{name}_i", width)
+        return f"{name} ({register}, whole vectors over '{dim}')"
     lanes = ACCUMULATORS * width
     if not loop.results or extent < lanes:
         s.vectorize(kernel, name, width)
