@@ -46,7 +46,8 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 
 from qidao.compiler.compile import compile
-from qidao.errors import ArgumentError, QidaoError
+from qidao.errors import ArgumentError, QidaoError, UnsupportedError
+from qidao.frontend.symbolic import Dim
 
 TRAINING_OPTIONS: dict[str, str] = {
     "grad": (
@@ -78,9 +79,10 @@ def qidao_backend(
     """The ``torch.compile(backend="qidao")`` backend: compile dynamo's graph.
 
     Dynamo's graph takes tensors (parameters and buffers included) and returns a
-    tuple; the parameters and buffers become constants (``FrozenGraph``). Symbolic
-    sizes (dynamic shapes) are not compiled: that graph runs in PyTorch, with a
-    warning. ``torch.compile(model, backend="qidao", options={"threads": 1})``
+    tuple; the parameters and buffers become constants (``FrozenGraph``). A graph
+    of symbolic sizes (``torch.compile(dynamic=True)``) compiles once for every
+    size with ``options={"dynamic": (lo, hi)}`` (``symbolic_inputs``; inference
+    only), and without it runs in PyTorch, with a warning. ``torch.compile(model, backend="qidao", options={"threads": 1})``
     hands ``options`` to ``qidao.compile`` (any of its keyword arguments but
     ``TRAINING_OPTIONS``). A refusal comes back as a graph that raises it
     (``Refused``, see the module docstring).
@@ -121,13 +123,21 @@ def _compile(
                 f"torch.compile(backend='qidao', options={{'{name}': "
                 f"{options[name]!r}}}): qidao does not take {name}= there; {instead}"
             )
-    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
+    symbolic = not all(isinstance(x, torch.Tensor) for x in example_inputs)
+    if symbolic and options.get("dynamic") is None:
         warnings.warn(
-            "qidao: the graph has symbolic (dynamic) inputs, which qidao does not "
-            "compile; it runs in PyTorch (try torch.compile(..., dynamic=False))",
+            "qidao: the graph has symbolic (dynamic) sizes; it runs in PyTorch. "
+            "torch.compile(..., backend='qidao', options={'dynamic': (1, 2048)}) "
+            "compiles it once for every size in that range (or dynamic=False: "
+            "once per shape)",
             stacklevel=2,
         )
         return gm.forward  # type: ignore[no-any-return]
+    if symbolic and needs_grad(example_inputs):
+        raise ArgumentError(
+            "qidao: a graph with symbolic sizes is compiled for inference only; "
+            "train with torch.compile(..., dynamic=False)"
+        )
     if needs_grad(example_inputs):
         return trainable(gm, example_inputs, options)
     return FrozenGraph(gm, list(example_inputs), options)
@@ -177,15 +187,22 @@ def module_state_inputs(gm: torch.fx.GraphModule) -> list[int]:
 
 class _WithConstants(torch.nn.Module):
     """Dynamo's graph with some inputs fixed: they are buffers here, so
-    torch.export lifts them as constants; ``forward`` takes the others."""
+    torch.export lifts them as constants; ``forward`` takes the others. A symbolic
+    size input (``sizes``: its position -> the position among ``forward``'s
+    arguments and the axis it is the size of) is read off that tensor."""
 
     def __init__(
-        self, gm: torch.fx.GraphModule, fixed: dict[int, torch.Tensor], arity: int
+        self,
+        gm: torch.fx.GraphModule,
+        fixed: dict[int, torch.Tensor],
+        arity: int,
+        sizes: dict[int, tuple[int, int]] | None = None,
     ) -> None:
         super().__init__()
         self.gm = gm
         self.fixed = sorted(fixed)
         self.arity = arity
+        self.sizes = dict(sizes or {})
         for k, t in fixed.items():
             self.register_buffer(f"input{k}", t.detach())
 
@@ -193,7 +210,13 @@ class _WithConstants(torch.nn.Module):
         given = iter(args)
         fixed = set(self.fixed)
         full = [
-            getattr(self, f"input{k}") if k in fixed else next(given)
+            getattr(self, f"input{k}")
+            if k in fixed
+            else (
+                args[self.sizes[k][0]].shape[self.sizes[k][1]]
+                if k in self.sizes
+                else next(given)
+            )
             for k in range(self.arity)
         ]
         return self.gm(*full)
@@ -219,12 +242,23 @@ class FrozenGraph:
         self.compilations = 0
         self._compile(example_inputs)
 
-    def _compile(self, inputs: Sequence[torch.Tensor]) -> None:
+    def _compile(self, inputs: Sequence[Any]) -> None:
         fixed = {k: inputs[k] for k in self.frozen}
         self.fingerprint = [_fingerprint(t) for t in fixed.values()]
-        runtime = tuple(t for k, t in enumerate(inputs) if k not in fixed)
-        model = _WithConstants(self.gm, fixed, len(inputs))
-        self.compiled = compile(model, example_inputs=runtime, **self.options)
+        self.skipped = set(fixed) | {
+            k for k, t in enumerate(inputs) if not isinstance(t, torch.Tensor)
+        }
+        runtime = tuple(t for k, t in enumerate(inputs) if k not in self.skipped)
+        options = dict(self.options)
+        sizes: dict[int, tuple[int, int]] = {}
+        if len(self.skipped) > len(fixed):  # symbolic sizes: one compile for all
+            options["dynamic"], sizes = symbolic_inputs(
+                self.gm,
+                [k for k in range(len(inputs)) if k not in self.skipped],
+                options["dynamic"],
+            )
+        model = _WithConstants(self.gm, fixed, len(inputs), sizes)
+        self.compiled = compile(model, example_inputs=runtime, **options)
         self.compilations += 1
 
     def __call__(self, *args: Any) -> Any:
@@ -235,8 +269,60 @@ class FrozenGraph:
                 stacklevel=2,
             )
             self._compile(args)
-        frozen = set(self.frozen)
-        return self.compiled(*(a for k, a in enumerate(args) if k not in frozen))
+        skipped = self.skipped
+        return self.compiled(*(a for k, a in enumerate(args) if k not in skipped))
+
+
+def symbolic_inputs(
+    gm: torch.fx.GraphModule, runtime: Sequence[int], spec: Any
+) -> tuple[tuple[dict[int, Dim], ...], dict[int, tuple[int, int]]]:
+    """For a graph of symbolic sizes (``torch.compile(dynamic=True)``): each
+    runtime tensor's symbolic axes as ``Dim``s of the range ``spec`` (``(lo, hi)``,
+    the backend's ``dynamic`` option, for every size of the graph), and where each
+    size input is read from (its position -> (runtime position, axis))."""
+    if (
+        not isinstance(spec, tuple | list)
+        or len(spec) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in spec)
+    ):
+        raise ArgumentError(
+            "torch.compile(backend='qidao', options={'dynamic': ...}) takes the "
+            f"range (lo, hi) of every symbolic size of the graph; got {spec!r}"
+        )
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    symbols = {
+        str(n.meta.get("example_value")): k
+        for k, n in enumerate(placeholders)
+        if isinstance(n.meta.get("example_value"), torch.SymInt)
+    }
+    axes: list[dict[int, Dim]] = []
+    sizes: dict[int, tuple[int, int]] = {}
+    for j, k in enumerate(runtime):
+        value = placeholders[k].meta.get("example_value")
+        mine: dict[int, Dim] = {}
+        for axis, size in enumerate(getattr(value, "shape", ())):
+            name = str(size)
+            if not isinstance(size, torch.SymInt) or name.isdigit():
+                continue  # a static size (or one dynamo's guards made constant)
+            if name not in symbols:
+                raise UnsupportedError(
+                    f"qidao: input '{placeholders[k].name}' axis {axis} has the size "
+                    f"{name}, an expression of symbolic sizes; one symbol per axis "
+                    "compiles (or torch.compile(..., dynamic=False))"
+                )
+            try:
+                mine[axis] = Dim(name, int(spec[0]), int(spec[1]))
+            except ValueError as e:
+                raise ArgumentError(f"options={{'dynamic': {spec!r}}}: {e}") from None
+            sizes.setdefault(symbols[name], (j, axis))
+        axes.append(mine)
+    unread = sorted(set(symbols) - {str(d.name) for a in axes for d in a.values()})
+    if unread:
+        raise UnsupportedError(
+            f"qidao: the graph's symbolic size(s) {', '.join(unread)} are no input's "
+            "axis: their values cannot be read off the inputs"
+        )
+    return tuple(axes), sizes
 
 
 def _fingerprint(t: Any) -> tuple[int, int, int]:

@@ -77,6 +77,15 @@ class CompiledProgram:
         self.mode = mode
         self.checks = checks or Checks()
 
+    def release_ir(self, recompile: Callable[[], CompiledProgram]) -> None:
+        """Let go of the IR kept for ``ir()``: a program held for long (a
+        generator's two) then keeps its code alone, and ``ir`` compiles
+        ``recompile()`` again when asked, as it does for a cache hit."""
+        self._stages = None
+        self._more_ir = None
+        self._recompile = recompile
+        self._rebuilt_program = None
+
     def set_more_ir(self, more_ir: Callable[[], dict[str, ModuleOp]]) -> None:
         """Make the stages that were not kept with ``more_ir`` when asked for."""
         self._more_ir = more_ir

@@ -242,6 +242,21 @@ def keep_large_buffers() -> bool:
     return bool(libc.mallopt(M_MMAP_MAX, 0))
 
 
+def return_freed_memory() -> bool:
+    """Give the memory the process freed back to the system (glibc's
+    ``malloc_trim``): ``keep_freed_memory`` keeps it for the next call's buffers,
+    which is right for buffers and wrong for what a compile freed (LLVM's and the
+    IR's, tens of MiB) in a process that keeps running. False where the C library
+    is not glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return bool(trim(0))
+
+
 def _initialize() -> None:
     global _initialized
     with _init_lock:

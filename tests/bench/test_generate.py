@@ -27,18 +27,22 @@ def test_the_tiny_model_generates_the_same_tokens_on_both_sides() -> None:
         assert len(qidao.tokens) == 4 and qidao.tokens == torch.tokens
         assert (qidao.compiles, torch.compiles) == (2, 0)
         assert math.isfinite(qidao.decode_tok_s) and qidao.decode_tok_s > 0
+        assert qidao.peak_mib >= qidao.rss_mib - 1  # the peak bounds what stays
     assert "same as torch" in format_table(rows)
 
 
 def test_the_table_says_when_tokens_differ_and_names_a_failure() -> None:
     base: dict[str, Any] = {"prefill_tok_s": 10.0, "compiles": 2, "file_mib": 1.0}
     rows = [
-        GenerateRow("m", "F32", "qidao", decode_tok_s=20.0, tokens=(1, 2), **base),
+        GenerateRow(
+            "m", "F32", "qidao", decode_tok_s=20.0, tokens=(1, 2), peak_mib=3.5, **base
+        ),
         GenerateRow("m", "F32", "torch", decode_tok_s=10.0, tokens=(1, 3), **base),
         GenerateRow("m", "Q8_0", "qidao", error="crashed: boom"),
     ]
     text = format_table(rows)
     assert "2.00x" in text and "DIFFER from torch" in text
+    assert "3.50x" in text  # the peak over the file's size
     assert "m           Q8_0  qidao  failed: crashed: boom" in text
 
 

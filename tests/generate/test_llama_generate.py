@@ -95,6 +95,8 @@ def test_the_cache_is_written_in_place_and_sampling_is_seeded(
     assert gen.generate([1, 2, 3], 6, Sampling(sample=True, top_k=1), seed=3) == greedy
     narrow = Sampling(sample=True, top_p=1e-9)  # only the likeliest token is kept
     assert gen.generate([1, 2, 3], 6, narrow, seed=5) == greedy
+    # the programs let go of their IR once compiled; asked for, it is made again
+    assert "tg.matmul" in gen.decode.ir("tg")
 
     with pytest.raises(GenerationError, match="a prompt of 0 tokens"):
         gen.generate([], 4)

@@ -53,6 +53,10 @@ class Compiled(CompiledProgram):
         self.native = native
         self._call = native._call  # the generated, checked caller
 
+    def release_ir(self, recompile: Callable[[], CompiledProgram]) -> None:
+        super().release_ir(recompile)
+        self._llvm_ir = None
+
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
         return self.native.inputs
