@@ -11,10 +11,10 @@ a cache of ``capacity`` slots. The cache is this object's NumPy arrays, one key
 and one value array a layer; each call reads them whole and returns the new
 tokens' keys and values, which are written into their slots in place (no copy of
 the cache per token). The weights are the file's memory map, passed to both
-programs as inputs: ``Q8_0``/``Q4_0`` matrices as their blocks (decoded in
-registers, never expanded), ``F32`` as they are; any other encoding (``F16``,
-``BF16``, the k-quants) is decoded to float32 once at load, a copy the size of
-that matrix in float32. The token embedding's rows are looked up, and decoded,
+programs as inputs: ``Q8_0``/``Q4_0``/``Q4_K`` matrices as their blocks
+(decoded in registers, never expanded), ``F32`` as they are; any other encoding
+(``F16``, ``BF16``, ``Q6_K``) is decoded to float32 once at load, a copy the size
+of that matrix in float32. The token embedding's rows are looked up, and decoded,
 one prompt or token at a time. Once compiled, the two programs let go of their
 IR (``CompiledProgram.release_ir``: ``ir()`` compiles again when asked) and the
 memory the compiles freed goes back to the system, so that what the generator
@@ -40,7 +40,7 @@ from qidao.frontend.gguf_llama import LlamaHParams, llama_hparams
 from qidao.frontend.llama_graph import MASKED, WeightSpec, step_graph, weight_names
 from qidao.runtime.cpu import return_freed_memory
 
-KERNEL_ENCODINGS = ("Q8_0", "Q4_0")
+KERNEL_ENCODINGS = ("Q8_0", "Q4_0", "Q4_K")
 """Matrices multiplied on their blocks; ``F32`` as floats; the rest decoded."""
 
 
@@ -187,8 +187,9 @@ def _weights(
         rows, cols = t.shape
         encoding = t.encoding.name
         if encoding in KERNEL_ENCODINGS:
-            width = t.encoding.block_bytes
-            arrays.append(t.raw.view(np.int8).reshape(rows, cols // 32, width))
+            enc = t.encoding
+            blocks = cols // enc.block
+            arrays.append(t.raw.view(np.int8).reshape(rows, blocks, enc.block_bytes))
         else:
             arrays.append(_floats(t))
             encoding = "F32"

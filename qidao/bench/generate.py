@@ -4,7 +4,7 @@ eager, prefill and decode tokens per second.
     qidao bench generate [llama-512 llama-2048 llama-tiny] [--threads 1]
 
 Per model (``MODELS``: ``transformers``' ``LlamaForCausalLM`` from a config,
-random weights, seed 0) and encoding (``F32``, ``Q8_0``, ``Q4_0``), the parent
+random weights, seed 0) and encoding (``F32``, ``Q8_0``, ``Q4_0``, ``Q4_K``), the parent
 writes the GGUF file (``qidao.frontend.gguf_llama.write_llama_gguf``), then two
 worker processes, each pinned to the threads:
 
@@ -68,7 +68,7 @@ MODELS: dict[str, dict[str, Any]] = {
 enough (513 MiB in ``Q8_0``) that the model's memory, not the compiler's, is what
 ``peak`` measures."""
 DEFAULT_MODELS = ("llama-512",)
-ENCODINGS = ("F32", "Q8_0", "Q4_0")
+ENCODINGS = ("F32", "Q8_0", "Q4_0", "Q4_K")
 PROMPT = 32
 NEW_TOKENS = 64
 REPEATS = 3

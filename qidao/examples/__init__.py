@@ -39,13 +39,13 @@ them."""
 
 def shaped_example(name: str) -> Example | None:
     """The workload of a shape named in ``name``: ``matmulMxKxN``,
-    ``q8_0_MxKxN`` or ``q4_0_MxKxN``; None for any other name."""
+    ``q8_0_MxKxN``, ``q4_0_MxKxN`` or ``q4_k_MxKxN``; None for any other name."""
     return matmul_example(name) or blockq_example(name)
 
 
 def get_example(name: str) -> Example:
     """A built-in model by name, or a ``matmulMxKxN`` (``q8_0_MxKxN``,
-    ``q4_0_MxKxN``) of any shape."""
+    ``q4_0_MxKxN``, ``q4_k_MxKxN``) of any shape."""
     if name in EXAMPLES:
         return EXAMPLES[name]
     example = shaped_example(name)
@@ -53,7 +53,7 @@ def get_example(name: str) -> Example:
         raise ValueError(
             f"unknown built-in model '{name}'; choose from {', '.join(EXAMPLES)}, "
             "or matmulMxKxN (any shape, e.g. matmul128x768x3072), or "
-            "q8_0_MxKxN / q4_0_MxKxN (a weight in GGUF blocks)"
+            "q8_0_MxKxN / q4_0_MxKxN / q4_k_MxKxN (a weight in GGUF blocks)"
         )
     return example
 
@@ -69,6 +69,7 @@ def model_argument(model: str) -> Any:
     if not Path(model).exists():
         raise SystemExit(
             f"qidao: '{model}' is neither a file nor a built-in model "
-            f"({', '.join(EXAMPLES)}, matmulMxKxN, q8_0_MxKxN, q4_0_MxKxN)"
+            f"({', '.join(EXAMPLES)}, matmulMxKxN, q8_0_MxKxN, q4_0_MxKxN, "
+            "q4_k_MxKxN)"
         )
     return model

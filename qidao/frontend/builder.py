@@ -581,9 +581,10 @@ class Graph:
 
     def matmul_blockq(self, x: Value, weight: Value, encoding: str) -> Value:
         """``x @ W.T`` for a linear layer's weight ``W`` ``[N, K]`` kept in GGUF
-        blocks: ``weight`` is its bytes ``[N, K/32, block bytes]`` ``int8`` (a
-        ``GgufTensor``'s ``raw`` viewed as ``int8``), ``encoding`` ``"Q8_0"`` or
-        ``"Q4_0"``; ``tg.matmul_blockq``, decoded in registers."""
+        blocks: ``weight`` is its bytes ``[N, K/block, block bytes]`` ``int8`` (a
+        ``GgufTensor``'s ``raw`` viewed as ``int8``), ``encoding`` ``"Q8_0"``,
+        ``"Q4_0"`` (blocks of 32) or ``"Q4_K"`` (of 256); ``tg.matmul_blockq``,
+        decoded in registers."""
         return self._emit(
             "matmul_blockq",
             lambda: tg.MatmulBlockqOp(x.ssa, weight.ssa, encoding),

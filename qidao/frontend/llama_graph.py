@@ -15,7 +15,7 @@ changes from call to call is data the host passes:
   read only: the host writes each step's new keys and values (outputs
   ``k_new_l``, ``v_new_l``, ``[kv_heads, T, head_dim]``) into its slots, in place;
 - the weights, also inputs, never copied into the program: a 2-D weight in
-  ``Q8_0``/``Q4_0`` is its blocks' bytes (``tg.matmul_blockq``), in ``F32`` a
+  ``Q8_0``/``Q4_0``/``Q4_K`` is its blocks' bytes (``tg.matmul_blockq``), in ``F32`` a
   float32 ``[N, K]`` matrix; the norms float32 vectors.
 
 The query and key rows are in llama.cpp's order (GGUF's: each head's rotary pairs
@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from qidao.dialects.tg.block_quant import ENCODINGS
 from qidao.frontend.builder import Graph, Value
 from qidao.frontend.gguf_llama import LlamaHParams
 
@@ -52,7 +53,8 @@ LAYER_WEIGHTS = (
 @dataclass(frozen=True)
 class WeightSpec:
     """A 2-D weight as the step graph takes it: ``encoding`` ``F32`` (a float32
-    ``[rows, cols]`` input) or ``Q8_0``/``Q4_0`` (its bytes ``[rows, cols/32, B]``
+    ``[rows, cols]`` input) or ``Q8_0``/``Q4_0``/``Q4_K`` (its bytes
+    ``[rows, cols/block, B]``
     ``int8``)."""
 
     rows: int
@@ -94,8 +96,9 @@ def step_graph(
             if spec.encoding == "F32":
                 weights[w] = g.input(w, (spec.rows, spec.cols))
             else:
-                width = {"Q8_0": 34, "Q4_0": 18}[spec.encoding]
-                weights[w] = g.input(w, (spec.rows, spec.cols // 32, width), "int8")
+                enc = ENCODINGS[spec.encoding]
+                shape = (spec.rows, spec.cols // enc.block, enc.block_bytes)
+                weights[w] = g.input(w, shape, "int8")
         else:  # a norm
             weights[w] = g.input(w, (h.hidden_size,))
 

@@ -253,8 +253,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(
             f"unknown workload(s) {', '.join(unknown)}; the workloads are: "
-            f"{', '.join(EXAMPLES)}, and matmulMxKxN, q8_0_MxKxN and q4_0_MxKxN "
-            "of any shape"
+            f"{', '.join(EXAMPLES)}, and matmulMxKxN, q8_0_MxKxN, q4_0_MxKxN and "
+            "q4_k_MxKxN of any shape"
         )
     for backend in args.backends or ():
         check_backend(backend)

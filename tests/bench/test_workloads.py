@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import qidao
 from qidao.bench.workloads import (
     Result,
     _check,
@@ -179,10 +180,25 @@ def test_a_weight_in_gguf_blocks_is_a_workload(tmp_path: Path) -> None:
     assert all(not r.error and r.gb_per_s is not None for r in results), results
 
 
+def test_a_q4_k_workload_is_super_blocks_checked_against_gguf() -> None:
+    gguf = pytest.importorskip("gguf", reason="gguf decodes the reference")
+    example = get_example("q4_k_2x512x8")
+    x, w = example.inputs(np.random.default_rng(0))
+    assert (x.shape, w.shape, w.dtype) == ((2, 512), (8, 2, 144), np.int8)
+    assert example.bytes_per_call == 8 * 2 * 144 + 4 * (2 * 512 + 2 * 8)
+    decoded = gguf.quants.dequantize(
+        w.view(np.uint8).reshape(8, -1), gguf.GGMLQuantizationType.Q4_K
+    )
+    np.testing.assert_allclose(example.reference(x, w)[0], x @ decoded.T, atol=1e-4)
+    (got,) = qidao.compile(example.build())(x, w)
+    np.testing.assert_allclose(got, x @ decoded.T, atol=1e-4)
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
         ("q8_0_1x40x4", "K a multiple of 32"),
+        ("q4_k_1x64x4", "K a multiple of 256"),
         ("q4_0_0x64x4", "M, N at least 1"),
         ("q5_0_1x64x4", "unknown built-in model 'q5_0_1x64x4'"),
     ],

@@ -80,6 +80,31 @@ def test_the_tokens_are_transformers_and_two_programs_make_them(
 
 
 @pytest.mark.slow
+def test_a_k_quant_file_generates_from_its_blocks(tmp_path: Path) -> None:
+    """Q4_K (rows of whole 256-element super-blocks: hidden 256): every matrix is
+    multiplied on its blocks, and the tokens are those of the dequantized model."""
+    torch.manual_seed(3)
+    wide = transformers.LlamaConfig(
+        vocab_size=96,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+    )
+    net = transformers.LlamaForCausalLM(wide).eval()
+    path = write_llama_gguf(net, tmp_path / "k.gguf", "Q4_K")
+    gen = LlamaGenerator(path, capacity=32, prompt_tokens=8)
+    for prompt in PROMPTS[:2]:
+        assert gen.generate(prompt, 8) == _greedy(_dequantized(path), prompt, 8)
+    q = gen.weights[1]  # blk.0.attn_q.weight: the file's super-blocks, not floats
+    assert q.dtype == np.int8 and q.shape == (256, 1, 144) and q.base is not None
+
+
+@pytest.mark.slow
 def test_the_cache_is_written_in_place_and_sampling_is_seeded(
     model: Any, tmp_path: Path
 ) -> None:

@@ -7,8 +7,9 @@ The weight is a linear layer's, ``[N, K]`` (out by in features, as GGUF and
 PyTorch store it), each row of K elements in blocks of 32 as llama.cpp encodes
 them (``qidao/dialects/tg/block_quant.py``): ``Q8_0`` is a float16 scale ``d``
 and 32 int8 ``q`` (34 bytes), element ``d * q``; ``Q4_0`` a float16 ``d`` and 16
-bytes of nibbles (18 bytes), element ``d * (q - 8)``. The operand is those bytes
-as they are in the file, ``[N, K/32, bytes]`` ``i8``: never a float copy. The
+bytes of nibbles (18 bytes), element ``d * (q - 8)``; ``Q4_K`` super-blocks of 256 elements (144 bytes), element
+``d * sc * q - dmin * m``. The operand is those bytes as they are in the file,
+``[N, K/block, bytes]`` ``i8``: never a float copy. The
 result is ``x @ W.T`` for the decoded ``W``, ``[..., M, N]`` (``x``'s leading
 dimensions kept)::
 
@@ -42,8 +43,10 @@ from qidao.dialects.tg.base import TgOp, tensor
 from qidao.dialects.tg.block_quant import ENCODINGS, dequantize
 from qidao.dialects.tg.types import fmt_shape, numel, shape_of, tensor_type
 
-KERNEL_ENCODINGS = ("Q8_0", "Q4_0")
-"""The encodings ``tg.matmul_blockq`` decodes (blocks of 32, one float16 scale)."""
+KERNEL_ENCODINGS = ("Q8_0", "Q4_0", "Q4_K")
+"""The encodings ``tg.matmul_blockq`` decodes: blocks of 32 with one float16
+scale, and ``Q4_K``'s super-blocks of 256 (a float16 scale and min, eight 6-bit
+sub-block scales and mins, 4-bit elements)."""
 
 
 @irdl_op_definition

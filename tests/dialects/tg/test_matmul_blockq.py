@@ -24,12 +24,20 @@ Array = np.ndarray[Any, Any]
 
 
 def quantized(n: int, k: int, encoding: str) -> tuple[Array, Array]:
-    """A random ``[n, k]`` weight quantized by gguf: its bytes ``[n, k/32, B]``
-    ``int8`` and their decoding (gguf's) in float64."""
+    """A random ``[n, k]`` weight quantized by gguf (``Q4_K``, which gguf does
+    not quantize: by qidao's writer): its bytes ``[n, k/block, B]`` ``int8`` and
+    their decoding (gguf's) in float64."""
     qtype = gguf.GGMLQuantizationType[encoding]
-    raw = gguf.quants.quantize(RNG.standard_normal((n, k)).astype(np.float32), qtype)
+    weight = RNG.standard_normal((n, k)).astype(np.float32)
+    if encoding == "Q4_K":
+        from qidao.frontend.gguf_q4k import quantize_q4_k
+
+        raw = quantize_q4_k(weight)
+    else:
+        raw = gguf.quants.quantize(weight, qtype)
     decoded = gguf.quants.dequantize(raw, qtype).astype(np.float64)
-    return raw.view(np.int8).reshape(n, k // 32, -1), decoded
+    block = 256 if encoding == "Q4_K" else 32
+    return raw.view(np.int8).reshape(n, k // block, -1), decoded
 
 
 def program(x_shape: tuple[int, ...], w: Array, encoding: str) -> Graph:
@@ -79,6 +87,23 @@ def test_the_kernel_is_x_times_the_decoded_weight(
     close(evaluated, want)
 
 
+@pytest.mark.parametrize(
+    ("x_shape", "n", "threads"),
+    [((1, 512), 48, 1), ((8, 256), 40, 1), ((3, 256), 64, 2)],
+)
+def test_a_q4_k_weight_is_decoded_in_the_kernel(
+    x_shape: tuple[int, ...], n: int, threads: int
+) -> None:
+    """Super-blocks of 256: a 6-bit scale and min per 32, against gguf's
+    decoding (one row at a time, rows in tiles, and on two threads)."""
+    w, decoded = quantized(n, x_shape[-1], "Q4_K")
+    assert w.shape == (n, x_shape[-1] // 256, 144)
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    compiled = qidao.compile(program(x_shape, w, "Q4_K"), threads=threads)
+    (got,) = compiled(x, w)
+    close(got, x.astype(np.float64) @ decoded.T)
+
+
 def test_a_weight_read_from_a_gguf_file_is_used_where_it_lies(tmp_path: Path) -> None:
     from qidao.frontend.gguf_file import read_gguf
 
@@ -110,7 +135,7 @@ def test_the_builder_names_what_does_not_fit() -> None:
         g.matmul_blockq(x, w, "Q8_0")
     x32 = g.input("y", (1, 32))
     with pytest.raises(
-        GraphError, match=r'encoding must be one of Q8_0, Q4_0, got "Q6_K"'
+        GraphError, match=r'encoding must be one of Q8_0, Q4_0, Q4_K, got "Q6_K"'
     ):
         g.matmul_blockq(x32, w, "Q6_K")
     with pytest.raises(GraphError, match=r"a Q4_0 weight is \[N, K/32, 18\] bytes"):

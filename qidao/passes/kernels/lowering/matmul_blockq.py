@@ -12,7 +12,10 @@ keep in two 16-wide vectors: no reassociation is needed to vectorize it)::
 
 ``d`` is the block's float16 scale, its two bytes joined and widened to float32;
 ``q`` the element: ``Q8_0``'s int8 at byte ``2 + e``, ``Q4_0``'s nibble (byte
-``2 + e`` for ``e < 16`` low, byte ``2 + e - 16`` high) less 8. The weight stays
+``2 + e`` for ``e < 16`` low, byte ``2 + e - 16`` high) less 8. A ``Q4_K`` block
+is a super-block of 256 (``blk`` runs over them, the lanes are 256): eight
+sub-blocks of 32, each with a 6-bit scale and min, ``d * sc * q - dmin * m``
+(:func:`_decode_q4_k`). The weight stays
 bytes in memory; nothing is decoded ahead. ``lanes`` is the kernel's own
 buffer, a row of 32 floats per column ``n``, so that the loop over ``n``
 (outermost: each weight row is read for every row of ``x`` while it is in the
@@ -30,12 +33,15 @@ from xdsl.dialects.builtin import f16, f32, i16, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
+from qidao.dialects.tg.block_quant import ENCODINGS
 from qidao.dialects.tg.matmul_blockq import MatmulBlockqOp
 from qidao.passes.kernels.lowering.common import Emitter, Kernel, Source, dim, shape
 from qidao.passes.kernels.lowering.constants import ConstantPool
 
-BLOCK = 32
-"""Elements per block (``Q8_0``, ``Q4_0``)."""
+
+def block_of(encoding: str) -> int:
+    """Elements per block: 32 (``Q8_0``, ``Q4_0``), 256 (``Q4_K``'s super-block)."""
+    return ENCODINGS[encoding].block
 
 
 ROW_TILES = (8, 4, 2)
@@ -69,20 +75,21 @@ def _one_row(
     lead = len(out_shape) - 1  # b.., i
     n_size = out_shape[-1]
     blocks = shape(op.rhs)[1]
-    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, BLOCK])).memref
+    block = block_of(op.encoding.data)
+    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, block])).memref
     lanes.name_hint = "lanes"
     names = ["n", *(f"b{d}" for d in range(lead - 1)), "i"]
     zero = em.constant(0.0, f32)
     n = dim(0)
     row = [dim(j) for j in range(1, lead + 1)]  # b.., i
     with em.nest(names, [n_size, *out_shape[:-1]]) as outer:
-        with em.nest(["e_init"], [BLOCK]) as (e_init,):
+        with em.nest(["e_init"], [block]) as (e_init,):
             em.store(zero, lanes, [*outer, e_init], [n, dim(lead + 1)])
         with em.nest(["blk"], [blocks]) as (blk_iv,):
             blk = dim(lead + 1)
 
             def use(ivs: list[SSAValue], lane: AffineExpr, weight: SSAValue) -> None:
-                xv = em.load(x, ivs, [*row, blk * BLOCK + lane])
+                xv = em.load(x, ivs, [*row, blk * block + lane])
                 _add_product(em, lanes, ivs, [n, lane], xv, weight)
 
             _decode_block(em, op.encoding.data, w, [*outer, blk_iv], use)
@@ -91,7 +98,7 @@ def _one_row(
             lane = em.load(lanes, ivs, [n, dim(len(ivs) - 1)])
             return [em.value(arith.AddfOp(accs[0], lane))]
 
-        (total,) = em.accumulate(["e_sum"], [BLOCK], [zero], add_lane, outer)
+        (total,) = em.accumulate(["e_sum"], [block], [zero], add_lane, outer)
         em.store(total, out, outer, [*row, n])
     em.add(memref.DeallocOp.get(lanes))
 
@@ -114,9 +121,10 @@ def _row_tiles(
     lead = len(out_shape) - 1
     n_size, m = out_shape[-1], out_shape[-2]
     blocks = shape(op.rhs)[1]
-    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, tile, BLOCK])).memref
+    block = block_of(op.encoding.data)
+    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, tile, block])).memref
     lanes.name_hint = "lanes"
-    decoded = em.add(memref.AllocOp.get(f32, shape=[n_size, BLOCK])).memref
+    decoded = em.add(memref.AllocOp.get(f32, shape=[n_size, block])).memref
     decoded.name_hint = "decoded"
     names = ["n", *(f"b{d}" for d in range(lead - 1)), "i_o"]
     zero = em.constant(0.0, f32)
@@ -124,7 +132,7 @@ def _row_tiles(
     batch = [dim(j) for j in range(1, lead)]
     i_o = dim(lead)
     with em.nest(names, [n_size, *out_shape[:-2], m // tile]) as outer:
-        with em.nest(["i_init", "e_init"], [tile, BLOCK]) as inits:
+        with em.nest(["i_init", "e_init"], [tile, block]) as inits:
             em.store(zero, lanes, [*outer, *inits], [n, dim(lead + 1), dim(lead + 2)])
         with em.nest(["blk"], [blocks]) as (blk_iv,):
             blk = dim(lead + 1)
@@ -133,10 +141,10 @@ def _row_tiles(
                 em.store(weight, decoded, ivs, [n, lane])
 
             _decode_block(em, op.encoding.data, w, [*outer, blk_iv], keep)
-            with em.nest(["i_i", "e_mul"], [tile, BLOCK]) as inner:
+            with em.nest(["i_i", "e_mul"], [tile, block]) as inner:
                 ivs = [*outer, blk_iv, *inner]
                 i_i, e = dim(lead + 2), dim(lead + 3)
-                xv = em.load(x, ivs, [*batch, i_o * tile + i_i, blk * BLOCK + e])
+                xv = em.load(x, ivs, [*batch, i_o * tile + i_i, blk * block + e])
                 weight = em.load(decoded, ivs, [n, e])
                 _add_product(em, lanes, ivs, [n, i_i, e], xv, weight)
         with em.nest(["i_sum"], [tile]) as (i_sum,):
@@ -146,7 +154,7 @@ def _row_tiles(
                 lane = em.load(lanes, ivs, [n, dim(lead + 1), dim(len(ivs) - 1)])
                 return [em.value(arith.AddfOp(accs[0], lane))]
 
-            (total,) = em.accumulate(["e_sum"], [BLOCK], [zero], add_lane, rows)
+            (total,) = em.accumulate(["e_sum"], [block], [zero], add_lane, rows)
             em.store(total, out, rows, [*batch, i_o * tile + dim(lead + 1), n])
     em.add(memref.DeallocOp.get(decoded))
     em.add(memref.DeallocOp.get(lanes))
@@ -164,6 +172,9 @@ def _decode_block(
     its part, handed to ``use(ivs, lane, d * q)`` (``lane``: its place in the
     block)."""
     n, blk = dim(0), dim(len(ivs) - 1)
+    if encoding == "Q4_K":
+        _decode_q4_k(em, w, ivs, use)
+        return
     d = _scale(em, w, ivs, n, blk)
     for part in _PARTS[encoding]:
         with em.nest([part.loop], [part.count]) as (e_iv,):
@@ -187,12 +198,67 @@ def _add_product(
     em.store(em.value(arith.AddfOp(old, product)), lanes, ivs, index)
 
 
+def _decode_q4_k(
+    em: Emitter,
+    w: Source,
+    ivs: list[SSAValue],
+    use: Callable[[list[SSAValue], AffineExpr, SSAValue], None],
+) -> None:
+    """A ``Q4_K`` super-block of 256: its float16 ``d`` and ``dmin``, then per
+    sub-block ``j`` of 32 its 6-bit scale and min (llama.cpp's
+    ``get_scale_min_k4``, from the 12 bytes at 4: ``j`` is known here, so each is
+    two or three byte loads and masks) and its elements, the low nibbles of the
+    32 bytes at ``16 + 32 (j // 2)`` for an even ``j``, the high ones for an odd:
+    ``d * sc * q - dmin * m``."""
+    n, blk = dim(0), dim(len(ivs) - 1)
+    d = _scale(em, w, ivs, n, blk)
+    dmin = _scale(em, w, ivs, n, blk, at=2)
+
+    def byte(at: int) -> SSAValue:
+        raw = em.load(w, ivs, [n, blk, AffineExpr.constant(4 + at)])
+        return em.value(arith.ExtUIOp(raw, i32))
+
+    def bits(value: SSAValue, shift: int, mask: int) -> SSAValue:
+        if shift:
+            value = em.value(arith.ShRUIOp(value, em.constant(shift, i32)))
+        return em.value(arith.AndIOp(value, em.constant(mask, i32)))
+
+    def joined(low: SSAValue, high: SSAValue) -> SSAValue:
+        return em.value(
+            arith.OrIOp(low, em.value(arith.ShLIOp(high, em.constant(4, i32))))
+        )
+
+    for j in range(8):
+        if j < 4:
+            sc, m = bits(byte(j), 0, 63), bits(byte(j + 4), 0, 63)
+        else:
+            sc = joined(bits(byte(j + 4), 0, 15), bits(byte(j - 4), 6, 3))
+            m = joined(bits(byte(j + 4), 4, 15), bits(byte(j), 6, 3))
+        scale = em.value(arith.MulfOp(d, em.value(arith.SIToFPOp(sc, f32))))
+        offset = em.value(arith.MulfOp(dmin, em.value(arith.SIToFPOp(m, f32))))
+        with em.nest([f"e{j}"], [32]) as (e_iv,):
+            inner = [*ivs, e_iv]
+            e = dim(len(ivs))
+            raw = em.load(w, inner, [n, blk, e + 16 + 32 * (j // 2)])
+            q = bits(em.value(arith.ExtUIOp(raw, i32)), 4 * (j % 2), 15)
+            product = em.value(arith.MulfOp(scale, em.value(arith.SIToFPOp(q, f32))))
+            use(inner, e + 32 * j, em.value(arith.SubfOp(product, offset)))
+
+
 def _scale(
-    em: Emitter, w: Source, ivs: list[SSAValue], n: AffineExpr, blk: AffineExpr
+    em: Emitter,
+    w: Source,
+    ivs: list[SSAValue],
+    n: AffineExpr,
+    blk: AffineExpr,
+    at: int = 0,
 ) -> SSAValue:
-    """The block's float16 scale (bytes 0 and 1, little-endian) as float32."""
+    """The block's float16 at bytes ``at``, ``at + 1`` (little-endian) as
+    float32: its scale (``Q4_K``'s ``dmin`` at 2)."""
     low, high = (
-        em.value(arith.ExtUIOp(em.load(w, ivs, [n, blk, AffineExpr.constant(b)]), i16))
+        em.value(
+            arith.ExtUIOp(em.load(w, ivs, [n, blk, AffineExpr.constant(at + b)]), i16)
+        )
         for b in (0, 1)
     )
     shifted = em.value(arith.ShLIOp(high, em.constant(8, i16)))

@@ -2,9 +2,17 @@
 
 // One case per verifier rule of tg.matmul_blockq.
 
-// CHECK: tg.matmul_blockq: encoding must be one of Q8_0, Q4_0, got "Q4_K"
-func.func @k_quant(%x: tensor<1x256xf32>, %w: tensor<4x1x144xi8>) {
-  %y = tg.matmul_blockq %x, %w encoding = "Q4_K" : (tensor<1x256xf32>, tensor<4x1x144xi8>) -> tensor<1x4xf32>
+// CHECK: tg.matmul_blockq: encoding must be one of Q8_0, Q4_0, Q4_K, got "Q6_K"
+func.func @k_quant(%x: tensor<1x256xf32>, %w: tensor<4x1x210xi8>) {
+  %y = tg.matmul_blockq %x, %w encoding = "Q6_K" : (tensor<1x256xf32>, tensor<4x1x210xi8>) -> tensor<1x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: tg.matmul_blockq: a Q4_K weight is [N, K/256, 144] bytes, got [4, 8, 18]
+func.func @q4_k_in_blocks_of_32(%x: tensor<1x256xf32>, %w: tensor<4x8x18xi8>) {
+  %y = tg.matmul_blockq %x, %w encoding = "Q4_K" : (tensor<1x256xf32>, tensor<4x8x18xi8>) -> tensor<1x4xf32>
   func.return
 }
 
