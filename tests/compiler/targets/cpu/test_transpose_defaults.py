@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 import qidao
-from qidao.compiler.targets.cpu.defaults.transpose import TILE
+from qidao.compiler.targets.cpu.defaults.transpose import (
+    BLOCK_COLUMNS,
+    BLOCK_ROWS,
+    TILE,
+)
 from qidao.frontend.builder import Graph
+
+TILES = f"in {TILE}x{TILE} tiles"
+BLOCKS = f"in {BLOCK_ROWS}x{BLOCK_COLUMNS} blocks, unrolled"
 
 
 def _rand(*shape: int) -> np.ndarray[Any, Any]:
@@ -29,10 +36,11 @@ def _copy(shape: Sequence[int], perm: Sequence[int]) -> Graph:
 @pytest.mark.parametrize(
     ("shape", "perm", "tiled"),
     [
-        ((1, 1, 200, 96), (0, 3, 1, 2), "i1 x i3"),  # wav2vec2's channels-last map
-        ((130, 70), (1, 0), "i0 x i1"),  # ragged: the last tiles are partial
-        ((4, 128, 80), (0, 2, 1), "i1 x i2"),
-        ((2, 70, 3, 66), (0, 3, 2, 1), "i1 x i3"),  # i3 moved inside, next to i1
+        ((1, 1, 200, 96), (0, 3, 1, 2), f"i1 x i3 {TILES}"),  # wav2vec2, 200 ragged
+        ((130, 70), (1, 0), f"i0 x i1 {TILES}"),  # ragged: the last tiles partial
+        ((4, 128, 80), (0, 2, 1), f"i1 x i2 {BLOCKS}"),  # 80 rows, 128 columns
+        ((4, 120, 80), (0, 2, 1), f"i1 x i2 {TILES}"),  # 120 is not 16 x n
+        ((2, 70, 3, 66), (0, 3, 2, 1), f"i1 x i3 {TILES}"),  # i3 moved inside
     ],
 )
 def test_a_transposed_copy_is_tiled_and_exact(
@@ -40,7 +48,7 @@ def test_a_transposed_copy_is_tiled_and_exact(
 ) -> None:
     compiled = qidao.compile(_copy(shape, perm), threads=threads)
     report = compiled.stats["default_schedule"]["main_k0_contiguous"]
-    assert f"{tiled} in {TILE}x{TILE} tiles" in report, report
+    assert tiled in report, report
     x = _rand(*shape)
     (y,) = compiled(x)
     np.testing.assert_array_equal(y, np.transpose(x, perm))
@@ -58,7 +66,7 @@ def test_copies_that_gain_nothing_are_left_as_lowered(
 ) -> None:
     compiled = qidao.compile(_copy(shape, perm), threads=1)
     report = compiled.stats["default_schedule"]["main_k0_contiguous"]
-    assert "tiles" not in report, report
+    assert "tiles" not in report and "blocks" not in report, report
     if "fewer" in why:  # the reason reaches stats when nothing else applied
         assert why in report, report
     x = _rand(*shape)
@@ -72,7 +80,7 @@ def test_an_elementwise_chain_reading_a_transposed_view_is_tiled() -> None:
     g.output(g.relu(a + g.transpose(b, (1, 0))))
     compiled = qidao.compile(g, threads=1)
     (report,) = compiled.stats["default_schedule"].values()
-    assert f"in {TILE}x{TILE} tiles" in report, report
+    assert BLOCKS in report, report
     x, w = _rand(96, 160), _rand(160, 96)
     (y,) = compiled(x, w)
     np.testing.assert_allclose(y, np.maximum(x + w.T, 0), rtol=1e-6)
