@@ -13,9 +13,10 @@ keep in two 16-wide vectors: no reassociation is needed to vectorize it)::
 ``d`` is the block's float16 scale, its two bytes joined and widened to float32;
 ``q`` the element: ``Q8_0``'s int8 at byte ``2 + e``, ``Q4_0``'s nibble (byte
 ``2 + e`` for ``e < 16`` low, byte ``2 + e - 16`` high) less 8. A ``Q4_K`` block
-is a super-block of 256 (``blk`` runs over them, the lanes are 256): eight
-sub-blocks of 32, each with a 6-bit scale and min, ``d * sc * q - dmin * m``
-(:func:`_decode_q4_k`). The weight stays
+is a super-block of 256 (``blk`` runs over them): eight sub-blocks of 32, each
+with a 6-bit scale and min, ``d * sc * q - dmin * m`` (:func:`_decode_q4_k`),
+whose elements share the 32 lanes (sub-block ``j``'s element ``e`` goes to lane
+``e``), so the partial sums stay in registers as ``Q8_0``'s do. The weight stays
 bytes in memory; nothing is decoded ahead. ``lanes`` is the kernel's own
 buffer, a row of 32 floats per column ``n``, so that the loop over ``n``
 (outermost: each weight row is read for every row of ``x`` while it is in the
@@ -37,6 +38,11 @@ from qidao.dialects.tg.block_quant import ENCODINGS
 from qidao.dialects.tg.matmul_blockq import MatmulBlockqOp
 from qidao.passes.kernels.lowering.common import Emitter, Kernel, Source, dim, shape
 from qidao.passes.kernels.lowering.constants import ConstantPool
+
+LANES = 32
+"""Partial sums per output element: one per position in a block of 32 (a
+``Q4_K`` super-block's eight sub-blocks share them), so that they stay in two
+16-wide registers."""
 
 
 def block_of(encoding: str) -> int:
@@ -76,20 +82,25 @@ def _one_row(
     n_size = out_shape[-1]
     blocks = shape(op.rhs)[1]
     block = block_of(op.encoding.data)
-    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, block])).memref
+    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, LANES])).memref
     lanes.name_hint = "lanes"
     names = ["n", *(f"b{d}" for d in range(lead - 1)), "i"]
     zero = em.constant(0.0, f32)
     n = dim(0)
     row = [dim(j) for j in range(1, lead + 1)]  # b.., i
     with em.nest(names, [n_size, *out_shape[:-1]]) as outer:
-        with em.nest(["e_init"], [block]) as (e_init,):
+        with em.nest(["e_init"], [LANES]) as (e_init,):
             em.store(zero, lanes, [*outer, e_init], [n, dim(lead + 1)])
         with em.nest(["blk"], [blocks]) as (blk_iv,):
             blk = dim(lead + 1)
 
-            def use(ivs: list[SSAValue], lane: AffineExpr, weight: SSAValue) -> None:
-                xv = em.load(x, ivs, [*row, blk * block + lane])
+            def use(
+                ivs: list[SSAValue],
+                position: AffineExpr,
+                lane: AffineExpr,
+                weight: SSAValue,
+            ) -> None:
+                xv = em.load(x, ivs, [*row, blk * block + position])
                 _add_product(em, lanes, ivs, [n, lane], xv, weight)
 
             _decode_block(em, op.encoding.data, w, [*outer, blk_iv], use)
@@ -98,7 +109,7 @@ def _one_row(
             lane = em.load(lanes, ivs, [n, dim(len(ivs) - 1)])
             return [em.value(arith.AddfOp(accs[0], lane))]
 
-        (total,) = em.accumulate(["e_sum"], [block], [zero], add_lane, outer)
+        (total,) = em.accumulate(["e_sum"], [LANES], [zero], add_lane, outer)
         em.store(total, out, outer, [*row, n])
     em.add(memref.DeallocOp.get(lanes))
 
@@ -122,7 +133,7 @@ def _row_tiles(
     n_size, m = out_shape[-1], out_shape[-2]
     blocks = shape(op.rhs)[1]
     block = block_of(op.encoding.data)
-    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, tile, block])).memref
+    lanes = em.add(memref.AllocOp.get(f32, shape=[n_size, tile, LANES])).memref
     lanes.name_hint = "lanes"
     decoded = em.add(memref.AllocOp.get(f32, shape=[n_size, block])).memref
     decoded.name_hint = "decoded"
@@ -132,20 +143,30 @@ def _row_tiles(
     batch = [dim(j) for j in range(1, lead)]
     i_o = dim(lead)
     with em.nest(names, [n_size, *out_shape[:-2], m // tile]) as outer:
-        with em.nest(["i_init", "e_init"], [tile, block]) as inits:
+        with em.nest(["i_init", "e_init"], [tile, LANES]) as inits:
             em.store(zero, lanes, [*outer, *inits], [n, dim(lead + 1), dim(lead + 2)])
         with em.nest(["blk"], [blocks]) as (blk_iv,):
             blk = dim(lead + 1)
 
-            def keep(ivs: list[SSAValue], lane: AffineExpr, weight: SSAValue) -> None:
-                em.store(weight, decoded, ivs, [n, lane])
+            def keep(
+                ivs: list[SSAValue],
+                position: AffineExpr,
+                lane: AffineExpr,
+                weight: SSAValue,
+            ) -> None:
+                em.store(weight, decoded, ivs, [n, position])
 
             _decode_block(em, op.encoding.data, w, [*outer, blk_iv], keep)
-            with em.nest(["i_i", "e_mul"], [tile, block]) as inner:
+            subs = block // LANES  # Q4_K: its eight sub-blocks share the lanes
+            names_mul = ["i_i", *(["e_sub"] if subs > 1 else []), "e_mul"]
+            with em.nest(
+                names_mul, [tile, *([subs] if subs > 1 else []), LANES]
+            ) as inner:
                 ivs = [*outer, blk_iv, *inner]
-                i_i, e = dim(lead + 2), dim(lead + 3)
-                xv = em.load(x, ivs, [*batch, i_o * tile + i_i, blk * block + e])
-                weight = em.load(decoded, ivs, [n, e])
+                i_i, e = dim(lead + 2), dim(len(ivs) - 1)
+                position = e + dim(lead + 3) * LANES if subs > 1 else e
+                xv = em.load(x, ivs, [*batch, i_o * tile + i_i, blk * block + position])
+                weight = em.load(decoded, ivs, [n, position])
                 _add_product(em, lanes, ivs, [n, i_i, e], xv, weight)
         with em.nest(["i_sum"], [tile]) as (i_sum,):
             rows = [*outer, i_sum]
@@ -154,10 +175,15 @@ def _row_tiles(
                 lane = em.load(lanes, ivs, [n, dim(lead + 1), dim(len(ivs) - 1)])
                 return [em.value(arith.AddfOp(accs[0], lane))]
 
-            (total,) = em.accumulate(["e_sum"], [block], [zero], add_lane, rows)
+            (total,) = em.accumulate(["e_sum"], [LANES], [zero], add_lane, rows)
             em.store(total, out, rows, [*batch, i_o * tile + dim(lead + 1), n])
     em.add(memref.DeallocOp.get(decoded))
     em.add(memref.DeallocOp.get(lanes))
+
+
+Use = Callable[[list[SSAValue], AffineExpr, AffineExpr, SSAValue], None]
+"""What a decoder hands each element to: the loops, its position in the block,
+its lane and its value."""
 
 
 def _decode_block(
@@ -165,12 +191,13 @@ def _decode_block(
     encoding: str,
     w: Source,
     ivs: list[SSAValue],
-    use: Callable[[list[SSAValue], AffineExpr, SSAValue], None],
+    use: Use,
 ) -> None:
     """Decode the block ``w[n, blk]`` (``ivs``: the loops down to ``blk``, ``n``
     the first, ``blk`` the last): its scale once, then each element in a loop of
-    its part, handed to ``use(ivs, lane, d * q)`` (``lane``: its place in the
-    block)."""
+    its part, handed to ``use(ivs, position, lane, d * q)`` (``position``: its
+    place in the block; ``lane``: the partial sum it goes to, ``position`` mod
+    32)."""
     n, blk = dim(0), dim(len(ivs) - 1)
     if encoding == "Q4_K":
         _decode_q4_k(em, w, ivs, use)
@@ -181,7 +208,7 @@ def _decode_block(
             inner = [*ivs, e_iv]
             e = dim(len(ivs))
             q = part.element(em, em.load(w, inner, [n, blk, e + part.byte]))
-            use(inner, e + part.lane, em.value(arith.MulfOp(d, q)))
+            use(inner, e + part.lane, e + part.lane, em.value(arith.MulfOp(d, q)))
 
 
 def _add_product(
@@ -202,7 +229,7 @@ def _decode_q4_k(
     em: Emitter,
     w: Source,
     ivs: list[SSAValue],
-    use: Callable[[list[SSAValue], AffineExpr, SSAValue], None],
+    use: Use,
 ) -> None:
     """A ``Q4_K`` super-block of 256: its float16 ``d`` and ``dmin``, then per
     sub-block ``j`` of 32 its 6-bit scale and min (llama.cpp's
@@ -242,7 +269,7 @@ def _decode_q4_k(
             raw = em.load(w, inner, [n, blk, e + 16 + 32 * (j // 2)])
             q = bits(em.value(arith.ExtUIOp(raw, i32)), 4 * (j % 2), 15)
             product = em.value(arith.MulfOp(scale, em.value(arith.SIToFPOp(q, f32))))
-            use(inner, e + 32 * j, em.value(arith.SubfOp(product, offset)))
+            use(inner, e + 32 * j, e, em.value(arith.SubfOp(product, offset)))
 
 
 def _scale(
