@@ -243,7 +243,7 @@ def test_dynamic_takes_an_onnx_model() -> None:
 
 
 def test_gpt2_exported_with_dynamic_axes_matches_pytorch(tmp_path: Path) -> None:
-    """transformers' GPT-2 (2 layers, hidden 64, random weights), exported with a
+    """transformers' GPT-2 (1 layer, hidden 64, random weights), exported with a
     dynamic sequence axis: one compile, PyTorch eager at each size."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -251,7 +251,7 @@ def test_gpt2_exported_with_dynamic_axes_matches_pytorch(tmp_path: Path) -> None
     config = transformers.GPT2Config(
         vocab_size=512,
         n_embd=64,
-        n_layer=2,
+        n_layer=1,
         n_head=2,
         n_positions=64,
         attn_implementation="eager",

