@@ -111,37 +111,45 @@ def tile_transposed(s: Schedule, kernel: str) -> str:
                     f"loops {outer} and {j} have fewer than {TILE} iterations"
                 )
             if rows % BLOCK_ROWS == 0 and columns % BLOCK_COLUMNS == 0:
-                return _blocks(s, kernel, names, outer, j)
-            order = [n for n in names[:-1] if n != outer] + [outer, j]
-            if order != names:
-                s.reorder(kernel, *order)
-            # split and reorder, which is what ``tile`` does: the tutorial's
-            # fourth chapter starts from a tree without ``tile`` and has the
-            # reader write it, and the defaults must run there too
-            outer_o, outer_i = s.split(kernel, outer, TILE)
-            j_o, j_i = s.split(kernel, j, TILE)
-            rest = [n for n in s.loops(kernel) if n not in (outer_o, outer_i, j_o, j_i)]
-            s.reorder(kernel, *rest, outer_o, j_o, outer_i, j_i)
+                # blocks of a column of the output outermost, each unrolled whole
+                _, j_o, outer_i, j_i = _tiles(
+                    s, kernel, names, outer, j, (BLOCK_ROWS, BLOCK_COLUMNS), True
+                )
+                s.unroll(kernel, j_i, 0)
+                s.unroll(kernel, outer_i, 0)
+                return (
+                    f"{outer} x {j} in {BLOCK_ROWS}x{BLOCK_COLUMNS} blocks, "
+                    f"unrolled, {j_o} outermost (a transposed read)"
+                )
+            _tiles(s, kernel, names, outer, j, (TILE, TILE), False)
             return f"{outer} x {j} in {TILE}x{TILE} tiles (a transposed read)"
     raise NotApplicable("no load reads down a column")
 
 
-def _blocks(s: Schedule, kernel: str, names: list[str], outer: str, j: str) -> str:
-    """``BLOCK_ROWS`` x ``BLOCK_COLUMNS`` blocks, each unrolled whole, the
-    blocks of a column of the output (``j_o``) outermost (module docstring)."""
+def _tiles(
+    s: Schedule,
+    kernel: str,
+    names: list[str],
+    outer: str,
+    j: str,
+    sizes: tuple[int, int],
+    columns_first: bool,
+) -> tuple[str, str, str, str]:
+    """``outer`` moved next to ``j`` and the two split by ``sizes``, the tile
+    loops outside the loops within a tile (``j_o`` outermost where
+    ``columns_first``): split and reorder, which is what ``tile`` does (the
+    tutorial's fourth chapter starts from a tree without ``tile`` and has the
+    reader write it, and the defaults must run there too). The four loops:
+    ``outer_o, j_o, outer_i, j_i``."""
     order = [n for n in names[:-1] if n != outer] + [outer, j]
     if order != names:
         s.reorder(kernel, *order)
-    outer_o, outer_i = s.split(kernel, outer, BLOCK_ROWS)
-    j_o, j_i = s.split(kernel, j, BLOCK_COLUMNS)
+    outer_o, outer_i = s.split(kernel, outer, sizes[0])
+    j_o, j_i = s.split(kernel, j, sizes[1])
     rest = [n for n in s.loops(kernel) if n not in (outer_o, outer_i, j_o, j_i)]
-    s.reorder(kernel, *rest, j_o, outer_o, outer_i, j_i)
-    s.unroll(kernel, j_i, 0)
-    s.unroll(kernel, outer_i, 0)
-    return (
-        f"{outer} x {j} in {BLOCK_ROWS}x{BLOCK_COLUMNS} blocks, unrolled, {j_o} "
-        "outermost (a transposed read)"
-    )
+    tiles = [j_o, outer_o] if columns_first else [outer_o, j_o]
+    s.reorder(kernel, *rest, *tiles, outer_i, j_i)
+    return outer_o, j_o, outer_i, j_i
 
 
 def _stride(op: affine.LoadOp | affine.StoreOp, value: SSAValue) -> int | None:
