@@ -21,6 +21,7 @@ from xdsl.parser import Parser
 
 import qidao
 from qidao.compiler.context import make_context
+from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.grad.conv import conv2d_grads
 from qidao.dialects.tg.grad.emit import Emit
 from qidao.dialects.tg.numpy_eval import evaluate_function
@@ -177,6 +178,46 @@ def test_conv2d_grads_for_a_frontend() -> None:
     case.torch(tx, tw).backward(torch.tensor(arrays[2]))
     np.testing.assert_allclose(got[0], tx.grad.numpy(), rtol=1e-10)  # type: ignore[union-attr]
     np.testing.assert_allclose(got[1], tw.grad.numpy(), rtol=1e-10)  # type: ignore[union-attr]
+
+
+def _grads_of(case: Conv) -> list[Any]:
+    """The ops ``conv2d_grads`` emits for ``case`` (float32)."""
+    g = Graph("main")
+    x, _, _ = (
+        g.input("x", case.x),
+        g.input("w", case.w),
+        g.input("gy", case.out_shape()),
+    )
+    g.output(x)
+    module = g.module()
+    fn = next(o for o in module.ops if isinstance(o, func.FuncOp))
+    ret = fn.body.blocks[0].last_op
+    assert isinstance(ret, func.ReturnOp)
+    kw = dict(strides=case.strides, padding=case.padding, dilation=case.dilation)
+    conv2d_grads(Emit(ret), *fn.args, **kw, groups=case.groups)  # type: ignore[arg-type]
+    return [op for op in fn.walk() if op.name.startswith("tg.")]
+
+
+def test_a_strided_input_gradient_is_one_small_convolution_per_phase() -> None:
+    """Stride 2, 3x3: the four phases of dx read g through 1x1, 1x2, 2x1 and 2x2
+    taps of the flipped kernel (9 in all, as many as the forward), never a g
+    dilated with zeros (4x the work); dw is one im2col matmul over the 9 taps."""
+    ops = _grads_of(Conv((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), (1, 1, 1, 1), bias=False))
+    convs = [op for op in ops if op.name == "tg.conv2d"]
+    kernels = sorted(tuple(op.weight.type.get_shape()[2:]) for op in convs)
+    assert kernels == [(1, 1), (1, 2), (2, 1), (2, 2)], kernels
+    assert all(list(ints(op.strides)) == [1, 1] for op in convs)
+    # no g dilated with zeros ([2, 4, 4, 4] spread to 8 x 8 rows and columns)
+    dilated = [
+        op
+        for op in ops
+        if op.name == "tg.pad" and len(op.operands[0].type.get_shape()) == 6
+    ]
+    assert not dilated, dilated
+    (matmul,) = [op for op in ops if op.name == "tg.matmul"]
+    assert matmul.result.type.get_shape() == (1, 4, 27)  # [groups, F, taps C]
+    im2col = [op for op in ops if op.name == "tg.concat" and len(op.operands) == 9]
+    assert len(im2col) == 1
 
 
 NHWC_CONV = """

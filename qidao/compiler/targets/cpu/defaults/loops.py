@@ -2,7 +2,13 @@
 reductions (softmax, layer norm, reduce over the last axis).
 
 Elementwise chains: LLVM vectorizes their inner loops as they are (the fused chains
-run at copy bandwidth on one thread), so the only decision left is threads. Row
+run at copy bandwidth on one thread), except a short one: an inner loop of 16 or 32
+floats it unrolls whole and then vectorizes the loop *around* it, with a gather per
+16 lanes. ``mul`` of two ``[32, 32, 32, 16]`` arrays (NHWC activations with 16
+channels) took 382 µs that way, against NumPy's 55; an inner loop of at least one
+register and fewer than ``SHORT_INNER`` elements is therefore vectorized by the
+schedule (one register a step, and a tail), which keeps LLVM off the outer loop:
+14 µs. Past that, the decision left is threads. Row
 kernels take the same decision for their row loops and have their passes over the
 row vectorized as well (``rows.py``). The outermost loop that has at least
 ``threads`` iterations runs on
@@ -22,15 +28,27 @@ from xdsl.dialects import affine
 from xdsl.ir import Operation
 
 from qidao.compiler.defaults import NotApplicable
-from qidao.compiler.schedule import Schedule
-from qidao.compiler.targets.cpu.defaults.rows import vectorize_row_passes
+from qidao.compiler.schedule import Schedule, ScheduleError
+from qidao.compiler.targets.cpu.defaults.rows import (
+    register_lanes,
+    vectorize_row_passes,
+)
 from qidao.compiler.targets.cpu.defaults.transpose import (
     TooShortToTile,
     tile_transposed,
 )
-from qidao.passes.schedule.loops.nest import kernel_functions, kernel_loops, loop_name
+from qidao.passes.cpu.expand_math import scalar_only_math
+from qidao.passes.schedule.loops.nest import (
+    kernel_functions,
+    kernel_loops,
+    loop_name,
+    symbolic_dim,
+)
 
 PARALLEL_MIN_ELEMENTS = 1 << 16
+SHORT_INNER = 64
+"""An inner loop shorter than this (and at least one register long) is vectorized
+by the schedule, not left to LLVM (module docstring)."""
 
 
 def parallel_outer(
@@ -58,22 +76,56 @@ def parallel_outer(
 
 
 def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
-    """A transposed read cache-blocked (``transpose.py``), then the outermost loop
-    with enough iterations parallel, when the work pays."""
+    """A transposed read cache-blocked (``transpose.py``), else short inner loops
+    vectorized; then the outermost loop with enough iterations parallel, when the
+    work pays."""
     done: list[str] = []
     short = ""  # a transposed read left untiled: said when nothing else applies
+    path = _busiest_path(s, kernel)
+    extents = s.extents(kernel)  # before a vectorized loop counts its vectors
+    vectorized: dict[str, str] = {}
     try:
         done.append(tile_transposed(s, kernel))
+        path = _busiest_path(s, kernel)
     except TooShortToTile as why:
         short = f"{why}; "
     except NotApplicable:
-        pass
+        vectorized = vectorize_short_inner(s, kernel)
+        done.extend(vectorized.values())
+    per_iteration = math.prod(extents[name] or 1 for name in path if name in vectorized)
     try:
-        done.append(parallel_outer(s, kernel, threads, _busiest_path(s, kernel), 1))
+        outer = [name for name in path if name not in vectorized]
+        done.append(parallel_outer(s, kernel, threads, outer, per_iteration))
     except NotApplicable as why:
         if not done:
             raise NotApplicable(f"{short}{why}") from None
+        done.append(str(why))
     return "; ".join(done)
+
+
+def vectorize_short_inner(s: Schedule, kernel: str) -> dict[str, str]:
+    """Vectorize each innermost loop of ``kernel`` of at least one register and
+    fewer than ``SHORT_INNER`` elements (module docstring); what was done. A loop
+    the primitive refuses (a strided access, a loop over a symbolic dimension) or
+    that holds math expanded on scalars stays as lowered. Loop -> what was done."""
+    done = {}
+    extents = s.extents(kernel)
+    for loop in kernel_loops(kernel_functions(s.module)[kernel]):
+        if any(isinstance(op, affine.ForOp) for op in loop.body.walk()):
+            continue
+        name = str(loop_name(loop))
+        width, element = register_lanes(loop)
+        extent = extents.get(name)
+        if extent is None or not width <= extent < SHORT_INNER or loop.results:
+            continue
+        if symbolic_dim(loop) is not None or scalar_only_math(loop) is not None:
+            continue
+        try:
+            s.vectorize(kernel, name, width)
+        except ScheduleError:
+            continue
+        done[name] = f"{name} vectorized (<{width} x {element}>, {extent} elements)"
+    return done
 
 
 def _busiest_path(s: Schedule, kernel: str) -> list[str]:

@@ -114,7 +114,7 @@ def _vectorize_pass(s: Schedule, kernel: str, loop: affine.ForOp) -> str:
     primitive's ScheduleError) when it stays as lowered."""
     name = str(loop_name(loop))
     extent = s.extents(kernel)[name]
-    width, element = _register_lanes(loop)
+    width, element = register_lanes(loop)
     if extent is None:
         raise NotApplicable(f"{name}: its bounds are not constant")
     if extent < width:
@@ -147,7 +147,7 @@ def _vectorize_pass(s: Schedule, kernel: str, loop: affine.ForOp) -> str:
     return f"{name} ({ACCUMULATORS} x {register} accumulators)"
 
 
-def _register_lanes(loop: affine.ForOp) -> tuple[int, str]:
+def register_lanes(loop: affine.ForOp) -> tuple[int, str]:
     """Lanes of one register of the widest float the pass computes in (an f16
     kernel computes in f32), and that float's C name."""
     bits = max(
