@@ -57,7 +57,9 @@ class ZooModel:
     config: Callable[[], Any]
     """The ``transformers`` config (a fresh one per call)."""
     model_class: str
-    """The ``transformers`` class that the config builds, by name."""
+    """The ``transformers`` class that the config builds, by name; or
+    ``qidao:NAME``, a ``torch.nn.Module`` of ``qidao/bench/zoo_vision.py`` (no
+    config; it returns its one tensor itself)."""
     input_shape: tuple[int, ...]
     """The main input's shape: ``pixel_values`` (float32) for a vision model,
     ``input_ids`` (int64) for text, else ``main_input``'s."""
@@ -117,6 +119,15 @@ def _vision(
     default: bool = True,
 ) -> ZooModel:
     return ZooModel(name, summary, config, cls, (1, 3, size, size), default=default)
+
+
+OWN_PREFIX = "qidao:"
+"""A ``model_class`` naming a module of ``qidao/bench/zoo_vision.py``."""
+
+
+def _own(name: str, summary: str, module: str) -> ZooModel:
+    """A CNN of ``zoo_vision.py`` on a 224x224 image."""
+    return ZooModel(name, summary, dict, OWN_PREFIX + module, (1, 3, 224, 224))
 
 
 def _text(
@@ -179,6 +190,16 @@ ZOO: dict[str, ZooModel] = {
             _config("ResNetConfig", num_labels=1000),
             "ResNetForImageClassification",
             224,
+        ),
+        _own(
+            "squeezenet",
+            "SqueezeNet 1.1 (fire modules, 1.2M parameters), 224x224",
+            "SqueezeNet",
+        ),
+        _own(
+            "shufflenet",
+            "ShuffleNet V2 1.0x (channel split and shuffle, 2.3M parameters), 224x224",
+            "ShuffleNetV2",
         ),
         _vision(
             "convnext",
@@ -409,6 +430,12 @@ def _build(model: ZooModel) -> Any:
     import transformers
 
     torch.manual_seed(SEED)
+    if model.model_class.startswith(OWN_PREFIX):
+        from qidao.bench.zoo_vision import MODULES
+
+        wrapped = MODULES[model.model_class.removeprefix(OWN_PREFIX)]()
+        _calibrate_batch_norms(wrapped, model.inputs())
+        return wrapped.eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         net = getattr(transformers, model.model_class)(model.config())

@@ -67,7 +67,7 @@ def reference(
 def test_leaves_other_shapes_alone(
     c: int, f: int, hw: tuple[int, int], stride: int
 ) -> None:
-    """F not a multiple of 16 (3 -> 5), or a padding test left in the nest (8 -> 8:
+    """F under one vector (3 -> 5), or a padding test left in the nest (8 -> 8:
     too little work for ``materialize-padding``): False, the module unchanged."""
     g, _, _ = conv_graph(c, f, hw, stride)
     s = Schedule.for_model(g, algo="direct")
@@ -235,6 +235,31 @@ def test_half_width_tile_for_f_a_multiple_of_8(
     assert report.startswith("conv2d: register tile"), report
     assert "vector<8xf32>" in compiled.ir("schedule")
     x = np.random.default_rng(5).standard_normal((1, c, *hw)).astype(np.float32)
+    want = reference(x, w, b, 1, 0)
+    np.testing.assert_allclose(compiled(x)[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    ("c", "f", "hw", "cols"),
+    [
+        (116, 116, (6, 14), 4),  # ShuffleNet's 116 channels: 7 panels + 4 columns
+        (58, 58, (4, 30), 10),  # 58: 3 panels + 10 columns (8 lanes + 2 scalars)
+        (12, 20, (5, 8), 4),  # 3x3: one panel + 4 columns
+    ],
+)
+def test_ragged_output_channels_peel_the_last_panel(
+    c: int, f: int, hw: tuple[int, int], cols: int, threads: int
+) -> None:
+    """F not a multiple of 8: 16-column panels, the last F mod 16 columns in a
+    peeled panel on 16-, 8- and 4-lane vectors and scalars (before: the kernel
+    kept its loops), against PyTorch."""
+    g, w, b = conv_graph(c, f, hw, padding=0)
+    compiled = qidao.compile(g, threads=threads, algo="direct")
+    kernel = conv_kernel_of(compiled)
+    report = compiled.stats["default_schedule"][kernel]
+    assert f"the last {cols} output channels in a peeled panel (f_o_p)" in report
+    x = np.random.default_rng(6).standard_normal((1, c, *hw)).astype(np.float32)
     want = reference(x, w, b, 1, 0)
     np.testing.assert_allclose(compiled(x)[0], want, rtol=1e-4, atol=1e-4)
 

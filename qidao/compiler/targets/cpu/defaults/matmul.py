@@ -398,9 +398,9 @@ def _register_tiles(s: Schedule, kernel: str, panel: str, rows: int, cols: int) 
         for copy in ("cw", "wb"):  # copy in (none after an init), write back
             nest = _copy_loops(s, kernel, f"{tile}_{copy}_i")
             if nest:
-                vectors = _vectorize(s, kernel, nest[-1], cols)
+                vectors = vectorize_tails(s, kernel, nest[-1], cols)
                 loops += [*(vectors if panel else vectors[1:]), *nest[-2::-1]]
-        loops += [*_vectorize(s, kernel, f"j_i{suffix}", cols), f"i_i{suffix}"]
+        loops += [*vectorize_tails(s, kernel, f"j_i{suffix}", cols), f"i_i{suffix}"]
         for loop in loops:
             s.unroll(kernel, loop, 0)
         _vectorize_epilogue(s, kernel, f"j_epi{suffix}", cols)
@@ -427,10 +427,10 @@ def _vectorize_epilogue(s: Schedule, kernel: str, loop: str, cols: int) -> None:
         check_vectorizable(found[0], kernel, loop, width)
     except IllegalScheduleError:
         return
-    _vectorize(s, kernel, loop, cols)
+    vectorize_tails(s, kernel, loop, cols)
 
 
-def _vectorize(s: Schedule, kernel: str, loop: str, extent: int) -> list[str]:
+def vectorize_tails(s: Schedule, kernel: str, loop: str, extent: int) -> list[str]:
     """Vectorize ``loop`` of ``extent`` iterations on the ``TAIL_WIDTHS`` vectors,
     each on the tail of the one before; return the loops it made (to unroll)."""
     made = [loop]
