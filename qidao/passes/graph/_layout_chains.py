@@ -12,7 +12,8 @@ A *chain* is a maximal set of ops of one block, connected producer→consumer, m
 - **layout-agnostic ops**: elementwise ops with a rank-4 result (``relu``, a bias
   ``add`` of a ``[C, 1, 1]`` tensor, a residual ``add`` of two chain values, ...),
   rank-4 NCHW ``tg.batch_norm``, rank-4 ``tg.pad`` (any amounts: padding commutes
-  with the transpose) and ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` with
+  with the transpose), rank-4 ``tg.concat`` and ``tg.slice`` (along any axis, moved
+  to its NHWC place) and ``tg.reduce_sum``/``reduce_mean``/``reduce_max`` with
   ``keepdims`` over any axes (a global pool ``[2, 3]``, ``[1, 2]`` in NHWC;
   training batch norm's ``[0, 2, 3]``, ``[0, 1, 2]`` in NHWC).
 
@@ -103,8 +104,10 @@ def is_layout_agnostic(op: Operation) -> bool:
     """An op that computes the same in either layout once its operands are permuted:
     a rank-4 elementwise op (``tg.select`` among them: ONNX's Clip is two; ``tg.cast``:
     a quantized model's dequantization starts with one), an NCHW
-    rank-4 batch norm, a rank-4 pad, or a
-    ``keepdims`` reduction of a rank-4 tensor (its axes permute with the rest)."""
+    rank-4 batch norm, a rank-4 pad, a rank-4 concat or slice (SqueezeNet's fire
+    modules join their two expansions along channels, ShuffleNet's units split
+    and join them), or a ``keepdims`` reduction of a rank-4 tensor (its axes
+    permute with the rest)."""
     if isinstance(op, tg.ElementwiseOp):
         return len(shape_of(op.results[0].type)) == 4
     if isinstance(op, tg.BatchNormOp):
@@ -113,6 +116,8 @@ def is_layout_agnostic(op: Operation) -> bool:
         return len(shape_of(op.input.type)) == 4
     if isinstance(op, tg.ReduceOp):
         return len(shape_of(op.input.type)) == 4 and op.keepdims is not None
+    if isinstance(op, tg.ConcatOp | tg.SliceOp):
+        return len(shape_of(op.results[0].type)) == 4
     return False
 
 

@@ -55,7 +55,11 @@ Rules:
 - A **chain** is a maximal producer→consumer-connected set of NCHW convolutions and
   pools that prefer NHWC and of layout-agnostic ops between them: rank-4
   elementwise ops (`tg.select` too), rank-4 batch norms, rank-4 pads (the amounts and value of any
-  dims, permuted: ONNX exports pad before depthwise convolutions) and
+  dims, permuted: ONNX exports pad before depthwise convolutions), rank-4 concats
+  and slices (their axis or bounds permuted: SqueezeNet's fire modules concatenate
+  two expansions along channels; left NCHW, the concat wrote NCHW and the next
+  pool and the classifier read it through a transposed view, the pool
+  unvectorized) and
   ``reduce_sum``/``reduce_mean``/``reduce_max`` with ``keepdims`` over any axes,
   moved to their NHWC places (global pools ``[2, 3]`` -> ``[1, 2]``, squeeze-and-
   excitation's among them; training batch norm's statistics ``[0, 2, 3]`` ->
@@ -502,6 +506,13 @@ def _nhwc_op(old: Operation, operand: OperandFn) -> Operation:
             [high[i] for i in TO_NHWC],
             old.pad_value(),
         )
+    if isinstance(old, tg.ConcatOp):  # the same axis, at its NHWC position
+        inputs = [operand(v, "data") for v in old.inputs]
+        return tg.ConcatOp(inputs, TO_NHWC.index(old.axis.value.data))
+    if isinstance(old, tg.SliceOp):
+        bounds = [ints(b) for b in (old.start, old.stop, old.step)]
+        start, stop, step = ([b[i] for i in TO_NHWC] for b in bounds)
+        return tg.SliceOp(operand(old.input, "data"), start, stop, step)
     if isinstance(old, tg.ReduceOp):  # keepdims: the same axes, in NHWC positions
         axes = sorted(TO_NHWC.index(a) for a in old.reduced_axes())
         return type(old)(operand(old.input, "data"), axes, keepdims=True)

@@ -153,6 +153,33 @@ def test_residual_block_with_batch_norm_and_pools() -> None:
     assert transposes(after) == 2
 
 
+def test_fire_module_and_channel_split_stay_in_the_chain() -> None:
+    """SqueezeNet's concat of two expansions along the channels and ShuffleNet's
+    split of them (a slice) join the chain: one transpose in, one out."""
+    w, w1, w3, w2 = (
+        rand(8, 4, 1, 1),
+        rand(8, 8, 1, 1),
+        rand(8, 8, 3, 3),
+        rand(8, 8, 1, 1),
+    )
+
+    def build(g: Graph, x: Value) -> Value:
+        s = g.relu(g.conv2d(x, w))
+        c = g.concat([g.relu(g.conv2d(s, w1)), g.relu(g.conv2d(s, w3, padding=1))], 1)
+        half = g.slice(c, [0, 8, 0, 0], [1, 16, 7, 7])
+        return g.max_pool2d(g.conv2d(half, w2), 2)
+
+    def reference(x: Any) -> Any:
+        t = torch.from_numpy
+        s = F.relu(F.conv2d(x, t(w)))
+        a, b = F.relu(F.conv2d(s, t(w1))), F.relu(F.conv2d(s, t(w3), padding=1))
+        c = torch.cat([a, b], 1)
+        return F.max_pool2d(F.conv2d(c[:, 8:16], t(w2)), 2)
+
+    after = check(build, {"x": rand(1, 4, 7, 7)}, reference)
+    assert transposes(after) == 2, str(after)
+
+
 @pytest.mark.parametrize("channels", [2, 8, 32])
 def test_depthwise_conv_in_nhwc(channels: int) -> None:
     """groups = C = F, from C = 2: NHWC, the channels innermost, whatever C."""
