@@ -70,6 +70,10 @@ Rules:
   ``_layout_chains.py``). Before, a pad between a 1x1 and a depthwise conv split
   MobileNetV2 into a chain per conv: the pads read a transposed view (27% of its
   time) and the next conv read the pad's NCHW copy through another.
+- A **channel shuffle** between two chains (ShuffleNet's reshape to ``[N, G, C/G,
+  H, W]``, transpose of ``G`` and ``C/G``, reshape back) is rewritten after the
+  chains into one NHWC copy that the next chain reads row-major
+  (``_layout_shuffle.py``).
 - **Inputs** of a chain (values made outside it) enter through one
   ``tg.transpose [0, 2, 3, 1]`` each (a view, no copy). A convolution weight
   ``[F, C/g, KH, KW]`` becomes HWIO ``[KH, KW, C/g, F]``: a ``tg.constant`` is
@@ -171,6 +175,7 @@ from qidao.passes.graph._layout_chains import (
     is_depthwise,
     is_nhwc_source,
 )
+from qidao.passes.graph._layout_shuffle import shuffle_channels_last
 from qidao.passes.graph._simplify_patterns import (
     ContiguousOfRowMajor,
     TransposeOfTranspose,
@@ -210,6 +215,7 @@ class LayoutPass(ModulePass):
                 for chain in find_chains(block):
                     rewrite.convert(chain)
                 rewrite.cancel_transposes()
+                shuffle_channels_last(block, _retarget)
 
 
 @dataclass

@@ -180,6 +180,29 @@ def test_fire_module_and_channel_split_stay_in_the_chain() -> None:
     assert transposes(after) == 2, str(after)
 
 
+def test_channel_shuffle_between_chains_runs_channels_last() -> None:
+    """ShuffleNet's shuffle (reshape, transpose of [G, C/G], reshape) between two
+    convolutions: one copy in NHWC, the chains joined (one transpose in, one out),
+    and two users of the shuffle (the next convolution and a residual add)."""
+    w, w2 = rand(12, 4, 1, 1), rand(12, 12, 1, 1)
+
+    def build(g: Graph, x: Value) -> Value:
+        a = g.relu(g.conv2d(x, w))
+        shuffled = g.reshape(
+            g.transpose(g.reshape(a, (1, 3, 4, 5, 5)), (0, 2, 1, 3, 4)), (1, 12, 5, 5)
+        )
+        return g.conv2d(shuffled, w2) + shuffled
+
+    def reference(x: Any) -> Any:
+        a = F.relu(F.conv2d(x, torch.from_numpy(w)))
+        shuffled = a.view(1, 3, 4, 5, 5).transpose(1, 2).reshape(1, 12, 5, 5)
+        return F.conv2d(shuffled, torch.from_numpy(w2)) + shuffled
+
+    after = check(build, {"x": rand(1, 4, 5, 5)}, reference)
+    assert transposes(after) == 3, str(after)  # in, the shuffle's own, out
+    assert not [op for op in after.walk() if isinstance(op, tg.ReshapeOp)]
+
+
 @pytest.mark.parametrize("channels", [2, 8, 32])
 def test_depthwise_conv_in_nhwc(channels: int) -> None:
     """groups = C = F, from C = 2: NHWC, the channels innermost, whatever C."""
