@@ -16,16 +16,25 @@ The rule (documented, and tested at both sides): a ``tg.conv2d`` is rewritten wh
 
 - its layout is NHWC and some padding amount is > 0 (NCHW kernels keep the tests:
   they do not vectorize over channels, so no tile needs the loops free);
-- each group's output channels ``Fg = F / groups`` (``F`` itself when ungrouped)
-  are a multiple of 16 (whole ``<16 x float>`` vectors: what the conv register
-  tile takes; a depthwise convolution has ``Fg = 1``);
-- it is compute-bound: it does at least ``MIN_MACS_PER_COPIED_ELEMENT`` (64;
+- the conv register tile takes its output channels: ungrouped, ``F`` a multiple
+  of 8 or at least 16 (a ragged last panel is peeled); grouped, each group's
+  ``Fg = F / groups`` a multiple of 16 (a depthwise convolution has ``Fg = 1``);
+- it is compute-bound: it does at least ``MIN_MACS_PER_COPIED_ELEMENT`` (32;
   ``MIN_MACS_GROUPED``, 16, when grouped) multiply-adds per element the pad
   copies, ``OH * OW * KH * KW * Fg / (Hp * Wp)`` (a 3x3 convolution to 64
   channels does ~540; a 1x1 convolution to 16 channels only 16, and the copy would
   cost more than the tests);
 - grouped, ``OW`` is a multiple of one of 4 .. 8 (``GROUPED_TILE_WIDTHS``): a tile
   width for every ``Fg`` above, so the tile applies and the copy is not lost.
+
+The ungrouped threshold was 64 and the channels whole ``<16 x float>`` vectors
+until the tile took other widths; then stems and stride-2 3x3 convolutions to
+16-28 channels (28-54 multiply-adds per copied element) were found keeping their
+padding test. One thread, medians of 200, µs, the test in the kernel -> the pad
+and the tile (PyTorch): ``C -> F @ HxW / stride`` 3 -> 16 @ 224 / 2 1541 -> 148
+(123), 3 -> 24 @ 224 / 2 504 -> 264 (234), 3 -> 24 @ 224 / 1 2475 -> 1323 (786),
+16 -> 16 @ 56 / 2 56 -> 39 (61), 16 -> 24 @ 56 / 2 80 -> 65 (79), 24 -> 20 @ 28
+/ 2 31 -> 23 (65).
 
 Grouped convolutions (RegNet's: groups of 16 output channels) get the tile per
 group (``conv.py``), and their kernel without it (the padding test in, LLVM
@@ -88,8 +97,12 @@ from qidao.dialects.tg.linalg import NHWC
 from qidao.dialects.tg.types import shape_of
 
 VECTOR_WIDTH = 16
-"""Output channels must come in whole ``<16 x float>`` vectors."""
-MIN_MACS_PER_COPIED_ELEMENT = 64
+"""A grouped convolution's output channels per group must come in whole ``<16 x
+float>`` vectors."""
+HALF_WIDTH = 8
+"""An ungrouped one's in whole ``<8 x float>`` vectors, or at least one ``<16 x
+float>`` (the tile peels a ragged last panel)."""
+MIN_MACS_PER_COPIED_ELEMENT = 32
 """Multiply-adds the convolution must do per element of the padded copy."""
 MIN_MACS_GROUPED = 16
 """The same for a grouped convolution: its untiled kernel is slower (see above)."""
@@ -108,7 +121,9 @@ def should_materialize(op: tg.Conv2dOp) -> bool:
     kh, kw, _, f = shape_of(op.weight.type)
     groups = op.groups.value.data
     fg = f // groups  # one group's output channels: F itself when ungrouped
-    if fg % VECTOR_WIDTH:
+    if groups > 1 and fg % VECTOR_WIDTH:
+        return False
+    if groups == 1 and f % HALF_WIDTH and f < VECTOR_WIDTH:
         return False
     _, h, w, _ = shape_of(op.input.type)
     _, oh, ow, _ = shape_of(op.result.type)

@@ -114,3 +114,24 @@ func.func @depthwise(%x: tensor<1x6x6x16xf32>, %w: tensor<3x3x1x16xf32>, %x2: te
   %z = tg.conv2d %x2, %w2 strides = [2, 2] padding = [0, 0, 1, 1] dilation = [1, 1] groups = 64 layout = "NHWC" : (tensor<1x8x8x64xf32>, tensor<3x3x1x64xf32>) -> tensor<1x4x4x64xf32>
   func.return %y, %z : tensor<1x6x6x16xf32>, tensor<1x4x4x64xf32>
 }
+
+// A stem: 3 -> 24 channels (whole <8 x float> vectors), 3x3 at stride 2, 34.6
+// multiply-adds per copied element (at least 32): the padding moves out, so the
+// register tile applies (504 -> 264 us on 224x224).
+// CHECK-LABEL: func.func @stem
+// CHECK-NEXT:    %x_padded = tg.pad %x low = [0, 1, 1, 0] high = [0, 1, 1, 0]
+// CHECK-NEXT:    %y = tg.conv2d %x_padded, %w strides = [2, 2] padding = [0, 0, 0, 0]
+func.func @stem(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x24xf32>) -> tensor<1x4x4x24xf32> {
+  %y = tg.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x3xf32>, tensor<3x3x3x24xf32>) -> tensor<1x4x4x24xf32>
+  func.return %y : tensor<1x4x4x24xf32>
+}
+
+// Must not fire: 12 output channels, neither whole <8 x float> vectors nor one
+// <16 x float> with a peeled rest: no tile takes them.
+// CHECK-LABEL: func.func @twelve
+// CHECK-NOT:     tg.pad
+// CHECK:         padding = [1, 1, 1, 1]
+func.func @twelve(%x: tensor<1x8x8x16xf32>, %w: tensor<3x3x16x12xf32>) -> tensor<1x8x8x12xf32> {
+  %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilation = [1, 1] groups = 1 layout = "NHWC" : (tensor<1x8x8x16xf32>, tensor<3x3x16x12xf32>) -> tensor<1x8x8x12xf32>
+  func.return %y : tensor<1x8x8x12xf32>
+}
