@@ -184,22 +184,23 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
 def _rss_mib() -> float:
     """This process's resident memory now, MiB (Linux's ``VmRSS``; the peak where
     ``/proc`` is not)."""
-    status = Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return _status_mib("VmRSS")
 
 
 def _peak_mib() -> float:
     """This process's peak resident memory so far, MiB: Linux's ``VmHWM``, which
     starts again at ``exec`` (``ru_maxrss`` does not: a worker started by a parent
     that had just written a 2 GB file reported the parent's peak)."""
+    return _status_mib("VmHWM")
+
+
+def _status_mib(field: str) -> float:
+    """``field`` of ``/proc/self/status`` in MiB; ``ru_maxrss`` where ``/proc`` is
+    not."""
     status = Path("/proc/self/status")
     if status.exists():
         for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

@@ -37,6 +37,15 @@ from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NCHW
 from qidao.dialects.tg.types import is_row_major, shape_of
 
+TO_NHWC = (0, 2, 3, 1)
+"""``tg.transpose`` perm: NCHW ``[N, C, H, W]`` -> NHWC ``[N, H, W, C]``."""
+TO_NCHW = (0, 3, 1, 2)
+"""``tg.transpose`` perm: NHWC -> NCHW."""
+LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
+"""Users whose result type depends on their operand's layout: a value in another
+layout reaches them as a row-major copy (or a rebuilt view); every other tg op
+reads it through its strides."""
+
 MIN_VECTOR_CHANNELS = 4
 """The fewest channels in the innermost (vectorized) loop for which an NHWC kernel is
 chosen. Measured through the pass (``layout.py``'s docstring): from 4 output

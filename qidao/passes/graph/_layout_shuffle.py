@@ -29,12 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from qidao.dialects import tg
 from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.types import is_row_major, shape_of
-
-TO_NCHW = (0, 3, 1, 2)
-TO_NHWC = (0, 2, 3, 1)
-LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
-"""Users whose result type depends on their operand's layout."""
-
+from qidao.passes.graph._layout_chains import LAYOUT_DEPENDENT, TO_NCHW, TO_NHWC
 
 Retarget = Callable[[SSAValue, SSAValue], None]
 """``layout``'s ``_retarget(old, new)``: the users of ``old`` read ``new`` (the same

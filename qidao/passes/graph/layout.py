@@ -170,6 +170,9 @@ from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
 from qidao.dialects.tg.types import element_of, is_row_major, shape_of
 from qidao.passes.graph._layout_chains import (
+    LAYOUT_DEPENDENT,
+    TO_NCHW,
+    TO_NHWC,
     Chain,
     find_chains,
     is_depthwise,
@@ -181,17 +184,9 @@ from qidao.passes.graph._simplify_patterns import (
     TransposeOfTranspose,
 )
 
-TO_NHWC = (0, 2, 3, 1)
-"""``tg.transpose`` perm: NCHW ``[N, C, H, W]`` -> NHWC ``[N, H, W, C]``."""
-TO_NCHW = (0, 3, 1, 2)
-"""``tg.transpose`` perm: NHWC -> NCHW."""
 TO_HWIO = (2, 3, 1, 0)
 """``tg.transpose`` perm: FCHW weight ``[F, C/g, KH, KW]`` -> HWIO
 ``[KH, KW, C/g, F]``."""
-
-# users whose result type depends on their operand's layout: a chain output reaches
-# them as a row-major copy; every other tg op reads it through its strides
-_LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
 
 OperandFn = Callable[[SSAValue, str], SSAValue]
 """How ``_nhwc_op`` gets an operand: ``(old operand, role) -> NHWC operand``, role
@@ -366,7 +361,7 @@ class _BlockRewrite:
             value: SSAValue = back.result
             if is_row_major(back.result.type):  # [N, C, 1, 1]: the same bytes
                 pass
-            elif isinstance(user, _LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
+            elif isinstance(user, LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
                 if copy is None:
                     contiguous = tg.ContiguousOp(back.result)
                     self.block.insert_op_after(contiguous, back)
@@ -415,7 +410,7 @@ def _retarget(old: SSAValue, new: SSAValue) -> None:
     equivalent on ``new``) keeps reading ``old``."""
     for use in list(old.uses):
         user = use.operation
-        if user.dialect_name() == "tg" and not isinstance(user, _LAYOUT_DEPENDENT):
+        if user.dialect_name() == "tg" and not isinstance(user, LAYOUT_DEPENDENT):
             user.operands[use.index] = new
             continue
         rebuilt = _view_on(user, new)
@@ -466,7 +461,7 @@ def _tokens_last(user: Operation) -> tg.TransposeOp | None:
     if not isinstance(tokens, tg.TransposeOp) or ints(tokens.perm) != (0, 2, 1):
         return None
     if all(
-        not isinstance(u.operation, _LAYOUT_DEPENDENT)
+        not isinstance(u.operation, LAYOUT_DEPENDENT)
         and u.operation.dialect_name() == "tg"
         for u in tokens.result.uses
     ):

@@ -132,6 +132,7 @@ from qidao.dialects.tg.base import ints
 from qidao.dialects.tg.linalg import NHWC
 from qidao.dialects.tg.types import dtype_name, element_of, shape_of
 from qidao.dialects.tg.winograd import TILE, tiles_for, transform, transform_filter
+from qidao.passes.graph._layout_chains import LAYOUT_DEPENDENT
 
 ALGORITHMS = ("direct", "matmul", "im2col", "winograd")
 """Every algorithm, the default first."""
@@ -353,7 +354,7 @@ def _copy_for_layout_users(view: Operation, uses: list[Use]) -> None:
     copy: tg.ContiguousOp | None = None
     for use in uses:
         user = use.operation
-        if isinstance(user, _LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
+        if isinstance(user, LAYOUT_DEPENDENT) or user.dialect_name() != "tg":
             if copy is None:
                 copy = tg.ContiguousOp(view.results[0])
                 hint = view.results[0].name_hint
@@ -364,7 +365,6 @@ def _copy_for_layout_users(view: Operation, uses: list[Use]) -> None:
 
 
 _ANCHORS = (tg.MatmulOp, tg.WinogradOutputOp)
-_LAYOUT_DEPENDENT = (tg.TransposeOp, tg.ShapeOp, tg.SliceOp, tg.FusedOp)
 
 
 def _with_bias(op: tg.Conv2dOp, ops: list[Operation]) -> list[Operation]:

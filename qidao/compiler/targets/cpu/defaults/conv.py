@@ -192,7 +192,7 @@ def schedule_conv(s: Schedule, kernel: str, threads: int) -> str | None:
         return None
     grouped = "g" in extents
     f, ow = extents["f"], extents["ow"]
-    cols = f % HALF and f % WIDTH  # F ragged: the last panel's columns
+    cols = f % WIDTH if f % HALF else 0  # F ragged: the last panel's columns
     if cols and (grouped or f < WIDTH):
         return None
     width = WIDTH if f % WIDTH == 0 or cols else HALF
