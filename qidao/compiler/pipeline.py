@@ -115,6 +115,7 @@ COMMON_STAGES: tuple[Stage, ...] = (
             _graph("cse"),
             _graph("bf16-matmul", when="bf16"),
             _graph("pack-vnni", when="vnni"),
+            _graph("lift-conv1d"),
             _graph("layout"),
             Step("select-conv-algo", graph_only=True, options=("algo", "threads")),
             Step("materialize-padding"),

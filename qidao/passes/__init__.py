@@ -4,8 +4,9 @@
 folder          the passes
 ==============  ==========================================================================
 ``graph/``      tg -> tg: autodiff, expand-custom, apply-optimizer, widen-floats,
-                insert-checks, fold-constants, simplify, pack-vnni, layout, select-conv-algo,
-                materialize-padding, pack-panels, sink-reshape, fuse, collapse-matmul-batch
+                insert-checks, fold-constants, simplify, pack-vnni, lift-conv1d, layout,
+                select-conv-algo, materialize-padding, pack-panels, sink-reshape, fuse,
+                collapse-matmul-batch
 ``kernels/``    tg -> kernels over memrefs: convert-tg-to-affine (one lowering per op
                 family in ``kernels/lowering/``), plan-memory
 ``schedule/``   affine loops -> affine loops: the schedule primitives (split, peel,

@@ -44,7 +44,7 @@ from qidao.tools.bench_cuda import add_bench_cuda_parser
 from qidao.tools.bf16_command import cmd_bench_bf16
 from qidao.tools.bisect_command import add_bisect_parser
 from qidao.tools.cache_command import add_cache_parser
-from qidao.tools.conformance import add_conformance_parser
+from qidao.tools.conformance_command import add_conformance_parser
 from qidao.tools.explain_command import add_explain_parser
 from qidao.tools.fuzz import add_fuzz_parser
 from qidao.tools.gguf_command import add_gguf_parser
@@ -720,7 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_zoo,
         add_cache_parser,  # qidao cache: qidao/tools/cache_command.py
         add_tune_parser,  # qidao tune: qidao/tools/tune.py
-        add_conformance_parser,  # qidao conformance: qidao/tools/conformance.py
+        add_conformance_parser,  # qidao conformance: qidao/tools/conformance_command.py
         add_bench_cuda_parser,  # qidao bench-cuda: qidao/bench/cuda/bench.py
         add_fuzz_parser,  # qidao fuzz: qidao/tools/fuzz.py
         add_explain_parser,  # qidao explain: qidao/tools/explain_command.py

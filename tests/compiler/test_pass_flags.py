@@ -34,6 +34,7 @@ W_INT8 = RNG.integers(-128, 128, (8, 16)).astype(np.int8)
 B_INT32 = RNG.integers(-1000, 1000, 16).astype(np.int32)
 W_PANELS = RNG.standard_normal((16, 256)).astype(np.float32)
 W_BF16 = RNG.standard_normal((32, 16)).astype(ml_dtypes.bfloat16).astype(np.float32)
+W_1D = (RNG.standard_normal((8, 4, 1, 3)) * 0.3).astype(np.float32)
 
 
 def sink() -> Graph:
@@ -46,14 +47,17 @@ def sink() -> Graph:
     (pack-vnni, where the CPU has AVX-512 VNNI), reshaped, plus a bias
     (sink-reshape), a float matmul by a constant 256 columns wide
     (pack-panels), a widened bfloat16 matrix by a constant of bfloat16 values
-    (bf16-matmul, where the CPU has AVX512_BF16), and a tanh over a column sum,
-    written in place (plan-memory)."""
+    (bf16-matmul, where the CPU has AVX512_BF16), a tanh over a column sum,
+    written in place (plan-memory), and a 1-D convolution (2-D on the unit height,
+    as the frontends import one) with a ReLU on its [N, C, L] result
+    (lift-conv1d)."""
     g = Graph("main")
     x = g.input("x", (1, 16, 8, 8))
     a = g.input("a", (2, 4, 16))
     q = g.input("q", (3, 8), "uint8")
     v = g.input("v", (64, 128))
     h = g.input("h", (4, 32), "bfloat16")
+    s = g.input("s", (1, 4, 10))
     # a column sum (its own kernel: no row group takes a leading axis), a tanh over
     # it written over the sum's buffer (plan-memory's in place), summed again
     t = g.tanh(g.reduce_sum(v, axes=[0]))
@@ -68,11 +72,18 @@ def sink() -> Graph:
     g.output(g.add(p, g.constant(B_INT32)))
     g.output(g.matmul(a, W_PANELS))
     g.output(g.matmul(g.cast(h, "float32"), W_BF16))
+    c1 = g.conv2d(g.reshape(s, (1, 4, 1, 10)), W_1D)
+    g.output(g.relu(g.reshape(c1, (1, 8, 8))))
     return g
 
 
 def reference(
-    x: np.ndarray, a: np.ndarray, q: np.ndarray, v: np.ndarray, h: np.ndarray
+    x: np.ndarray,
+    a: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    h: np.ndarray,
+    s: np.ndarray,
 ) -> list[np.ndarray]:
     """The sink's outputs from PyTorch, in float64."""
     conv = torch.nn.functional.conv2d(
@@ -84,6 +95,9 @@ def reference(
     m = np.maximum(np.exp(a.astype(np.float64) @ W_MAT) + 5.0, 0)
     p = q.astype(np.int64) @ W_INT8.astype(np.int64) + B_INT32
     panels = a.astype(np.float64) @ W_PANELS
+    conv1d = torch.nn.functional.conv1d(
+        torch.from_numpy(s).double(), torch.from_numpy(W_1D[:, :, 0]).double()
+    )
     return [
         np.tanh(v.astype(np.float64).sum(0)).sum(0, keepdims=True),
         y.numpy(),
@@ -92,6 +106,7 @@ def reference(
         p.reshape(1, 3, 16),
         panels,
         h.astype(np.float64) @ W_BF16,
+        torch.relu(conv1d).numpy(),
     ]
 
 
@@ -101,6 +116,7 @@ INPUTS = [
     RNG.integers(0, 256, (3, 8)).astype(np.uint8),
     RNG.standard_normal((64, 128)).astype(np.float32),
     RNG.standard_normal((4, 32)).astype(ml_dtypes.bfloat16),
+    RNG.standard_normal((1, 4, 10)).astype(np.float32),
 ]
 
 

@@ -80,7 +80,12 @@ the rules add what depends on its operands, type and uses.
    ``tg.select``, ``tg.cast``: any element types, the values live in registers);
    everything else is a fusion boundary (``FUSION = "boundary"``, the default).
    - A producer joins its consumer's group only when the consumer is its *only*
-     user, so no intermediate is both kept in memory and recomputed.
+     user, so no intermediate is both kept in memory and recomputed; or when its
+     users, two or more, all belong to one group (grown consumers first) that
+     stays convex: the kernel computes the value once and reads it in each
+     (GELU's ``x * 0.5 * (1 + erf(x / sqrt 2))`` of a normalized ``x``: wav2vec2's
+     first group norm and GELU were two kernels, the normalized activations
+     written and read back in between).
    - A producer joins only when its shape equals the consumer's result shape:
      fusing ``exp(a[4])`` into ``_ + b[1000, 4]`` would evaluate ``exp`` 1000 times
      per element, so a broadcast intermediate stays its own kernel.
@@ -467,11 +472,45 @@ def _elementwise_groups(block: Block) -> list[list[Operation]]:
     joins.add_edges_from(
         (o.owner, op) for op in ops for o in op.operands if _fuses_into(o, op)
     )
-    return [
-        sorted(g, key=block.get_operation_index)
-        for g in nx.connected_components(joins)
-        if len(g) > 1
-    ]
+    groups = {op: group for group in nx.connected_components(joins) for op in group}
+    flow: nx.DiGraph | None = None
+    for producer in reversed(ops):  # consumers first: their groups are grown
+        users = _one_group_of_users(producer, groups)
+        if users is None:
+            continue
+        merged = groups[producer] | users
+        flow = _dataflow(block) if flow is None else flow
+        if _is_convex(merged, flow):
+            for op in merged:
+                groups[op] = merged
+    unique = {id(group): group for group in groups.values()}.values()
+    return sorted(
+        (sorted(g, key=block.get_operation_index) for g in unique if len(g) > 1),
+        key=lambda g: block.get_operation_index(g[0]),
+    )
+
+
+def _one_group_of_users(
+    producer: Operation, groups: dict[Operation, set[Operation]]
+) -> set[Operation] | None:
+    """The group of ``producer``'s users when it has several and they are all in
+    one elementwise group, not ``producer``'s, each of ``producer``'s shape: the
+    value is computed once in that group's kernel and read there twice or more
+    (GELU's ``x * (1 + erf(x / sqrt 2))`` of a normalized ``x``); else None."""
+    result = producer.results[0]
+    if len(producer.results) != 1 or result.has_one_use() or not result.uses:
+        return None
+    shape = shape_of(result.type)
+    users = {use.operation for use in result.uses}
+    if any(
+        user not in groups or shape_of(user.results[0].type) != shape for user in users
+    ):
+        return None
+    found = {id(groups[user]) for user in users}
+    if len(found) != 1:
+        return None
+    group = groups[next(iter(users))]
+    return None if producer in group else group
 
 
 # ----------------------------------------------------------------------------------

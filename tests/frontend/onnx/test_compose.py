@@ -162,7 +162,10 @@ def test_floor_ceil_and_round_are_exact_signed_zeros_included(
     (got,) = qidao.compile(model)(x)
     want = ROUNDING[op](x)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    # a NaN's sign is left open by IEEE 754 (but for neg, abs and copysign) and
+    # LLVM may flip it (fmul (fneg x), c -> fmul x, -c): docs/semantics.md
+    number = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
 
 
 def test_sign_of_both_zeros_is_plus_zero() -> None:

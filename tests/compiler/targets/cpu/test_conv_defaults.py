@@ -17,7 +17,7 @@ import pytest
 
 import qidao
 from qidao.compiler.schedule import Schedule
-from qidao.compiler.targets.cpu.defaults.conv import schedule_conv
+from qidao.compiler.targets.cpu.defaults.conv import TILES, pick_tile, schedule_conv
 from qidao.frontend.builder import Graph
 
 Array = np.ndarray[Any, Any]
@@ -181,6 +181,7 @@ RAGGED = [
     (16, 24, (4, 13), 1, "none"),  # F a multiple of 8: <8 x float> tiles
     (256, 256, (5, 23), 2, "none"),  # weights past L2: panels outermost
     (16, 32, (6, 13), 1, "swish"),  # a late epilogue stays a nest of its own
+    (16, 32, (3, 11), 1, "relu"),  # OW 9: 8 pixels and a peeled one, not 3 x 3
 ]
 
 
@@ -219,6 +220,24 @@ def test_ragged_row_peels_the_last_tile(
     elif epilogue == "swish":
         want = want / (1 + np.exp(-want))
     np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("f", "ow", "tile"),
+    [
+        (64, 56, (32, 8)),  # 8 pixels divide OW
+        (64, 28, (64, 4)),
+        (64, 7, (32, 7)),
+        (64, 1599, (32, 8)),  # only 3 divides: 8 and a peeled 7 (wav2vec2)
+        (64, 9, (32, 8)),
+        (64, 3, (64, 3)),  # no tile of 4 or more fits: the narrow one
+        (16, 9, (16, 8)),  # F 16: the 16-column tiles
+    ],
+)
+def test_the_tile_prefers_wide_tiles_then_peeling(
+    f: int, ow: int, tile: tuple[int, int]
+) -> None:
+    assert pick_tile(TILES, f, ow, peel=True) == tile
 
 
 @pytest.mark.parametrize("threads", [1, 2])

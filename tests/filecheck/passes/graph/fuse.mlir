@@ -55,15 +55,41 @@ func.func @single(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %0 : tensor<4xf32>
 }
 
-// Must not fire: %0 has two users, so fusing would keep it and recompute it.
+// A value with several uses, all in one group, joins it: the kernel computes it
+// once and reads it twice (GELU's x * (1 + erf(x / sqrt 2)) of a normalized x).
 // CHECK-LABEL: func.func @shared_intermediate
-// CHECK-NOT:     tg.fused
-// CHECK:         %[[E:.*]] = tg.exp %x
-// CHECK:         tg.add %[[E]], %[[E]]
-func.func @shared_intermediate(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:    tg.fused %x, %h
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: tensor<4xf32>, %[[H:.*]]: tensor<4xf32>):
+// CHECK-NEXT:      %[[E:.*]] = tg.exp %[[X]]
+// CHECK-NEXT:      %[[D:.*]] = tg.mul %[[E]], %[[H]]
+// CHECK-NEXT:      %[[F:.*]] = tg.erf %[[D]]
+// CHECK-NEXT:      %{{.*}} = tg.add %[[E]], %[[F]]
+func.func @shared_intermediate(%x: tensor<4xf32>, %h: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tg.exp %x : tensor<4xf32> -> tensor<4xf32>
-  %1 = tg.add %0, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  func.return %1 : tensor<4xf32>
+  %1 = tg.mul %0, %h : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %2 = tg.erf %1 : tensor<4xf32> -> tensor<4xf32>
+  %3 = tg.add %0, %2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %3 : tensor<4xf32>
+}
+
+// Must not fire: %0's users are in two groups (the relu's and the add's), so
+// fusing it into either would keep it in memory and compute it again; and a value
+// that a graph output also uses stays a kernel's result of its own.
+// CHECK-LABEL: func.func @users_in_two_groups
+// CHECK-NEXT:    %[[E:.*]] = tg.exp %x
+// CHECK-NEXT:    tg.fused %[[E]]
+// CHECK:         tg.fused %[[E]]
+// CHECK:         %[[S:.*]] = tg.sqrt %x
+// CHECK-NEXT:    tg.add %[[S]], %[[S]]
+func.func @users_in_two_groups(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = tg.exp %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = tg.relu %0 : tensor<4xf32> -> tensor<4xf32>
+  %2 = tg.neg %1 : tensor<4xf32> -> tensor<4xf32>
+  %3 = tg.add %0, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %4 = tg.abs %3 : tensor<4xf32> -> tensor<4xf32>
+  %5 = tg.sqrt %x : tensor<4xf32> -> tensor<4xf32>
+  %6 = tg.add %5, %5 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %2, %4, %5, %6 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
 // Must not fire: exp over 4 elements broadcast into 1000x4 would run 1000 times.
