@@ -18,7 +18,7 @@ ops that read it, to where a rank-3 value is really needed:
 - an **elementwise** op with a rank-3 result that reads such a squeeze computes
   on the rank-4 value instead. Its other operands: another squeeze (its rank-4
   value), an operand of the result's shape (read through a new ``reshape`` to
-  rank 4, which must be a view: row-major), or a broadcast, whose shape, aligned
+  rank 4: a view, of a row-major operand or a strided one), or a broadcast, whose shape, aligned
   to rank 3, gains the unit height (``[C, 1]`` -> ``[C, 1, 1]``; one of rank 0 or
   that broadcasts along the last axis only is read as it is);
 - a ``keepdims`` **reduction** of a squeeze reduces the rank-4 value (axes 0, 1,
@@ -32,10 +32,15 @@ unsqueeze's: a strided slice's is not). What stays rank 3 (a transpose to
 ``[N, L, C]`` before a layer norm, a graph output) reads a squeeze, which
 ``layout`` handles like any reshape of a chain's output.
 
+SqueezeBERT's residual adds read a convolution's squeeze and a layer norm's
+``[N, L, C]`` output transposed to ``[N, C, L]``: lifted, the add joins the
+convolution's NHWC chain, where that operand is row-major again, and the layer
+norm reads the chain's output as ``[N, L, C]`` rows without a copy.
+
 It does not fire on a squeeze of anything but a ``tg.conv2d``/pool result (or of
 an op it rewrote), on a reshape that is not the squeeze of the unit height
 ``[N, C, 1, L] -> [N, C, L]``, on a reduction without ``keepdims``, or on an
-elementwise op with a full-shape operand it cannot view at rank 4 (strided).
+elementwise op with an operand it cannot view at rank 4.
 
 Before:
 ```mlir
@@ -196,12 +201,23 @@ class _Lift:
         shape = shape_of(value.type)
         padded = (1,) * (3 - len(shape)) + shape
         if shape == full or (padded[0] != 1 or padded[1] != 1):
-            if not is_row_major(value.type):
-                return None
-            try:
-                view: Operation = tg.ViewOp(value, _unit_height(padded))
-            except VerifyException:
+            view = _unit_height_view(value, _unit_height(padded))
+            if view is None:
                 return None
             self.block.insert_op_before(view, user)
             return view.results[0]
         return value  # rank 0, or along the last axis only: the same broadcast
+
+
+def _unit_height_view(value: SSAValue, shape: tuple[int, ...]) -> Operation | None:
+    """``value`` with the unit height inserted, as a view: ``tg.view`` of a
+    row-major value, ``tg.reshape`` of a strided one (SqueezeBERT's residual, the
+    ``[N, L, C]`` output of a layer norm seen as ``[N, C, L]``), whose result is
+    then strided too; None where the reshape would copy."""
+    try:
+        if is_row_major(value.type):
+            return tg.ViewOp(value, shape)
+        reshape = tg.ReshapeOp(value, shape)
+    except VerifyException:
+        return None
+    return None if is_row_major(reshape.result.type) else reshape

@@ -1,7 +1,9 @@
 """``lift-conv1d`` end to end: a wav2vec2-style feature extractor (1-D
-convolutions, a group norm with one group per channel, GELU, the last output
-turned to ``[N, L, C]`` for a layer norm, and a padded grouped positional
-convolution whose trailing step is dropped) compiled from PyTorch and from its ONNX
+convolutions, a group norm with one group per channel written out, GELU, the
+last output turned to ``[N, L, C]`` for a layer norm, a padded grouped positional
+convolution whose trailing step is dropped, and SqueezeBERT's residual: a grouped
+1x1 convolution plus its input, a layer norm's output seen as ``[N, C, L]``)
+compiled from PyTorch and from its ONNX
 export, against PyTorch; its convolutions and the ops between them must form one
 NHWC chain (no copy back to NCL between two convolutions), and the model gives the
 same answer with the pass disabled.
@@ -34,6 +36,8 @@ class FeatureExtractor(nn.Module):
         )
         self.norm = nn.LayerNorm(c)
         self.pos = nn.Conv1d(c, c, 4, padding=2, groups=2)
+        self.post = nn.Conv1d(c, c, 1, groups=4)
+        self.norm2 = nn.LayerNorm(c)
 
     def forward(self, audio: Any) -> Any:
         x = self.conv0(audio[:, None])  # nn.GroupNorm(c, c) written out: the torch
@@ -45,7 +49,9 @@ class FeatureExtractor(nn.Module):
             x = nn.functional.gelu(conv(x))
         h = self.norm(x.transpose(1, 2))
         p = nn.functional.gelu(self.pos(h.transpose(1, 2))[:, :, :-1])
-        return h + p.transpose(1, 2)
+        t = h.transpose(1, 2)
+        r = self.post(t) + t  # SqueezeBERT's residual: a layer norm's output as NCL
+        return self.norm2(r.transpose(1, 2)) + p.transpose(1, 2)
 
 
 def _model() -> Any:

@@ -263,7 +263,9 @@ def test_half_width_tile_for_f_a_multiple_of_8(
 @pytest.mark.parametrize(
     ("c", "f", "hw", "cols"),
     [
-        (116, 116, (6, 14), 4),  # ShuffleNet's 116 channels: 7 panels + 4 columns
+        (116, 116, (6, 14), 20),  # ShuffleNet's 116: 3 32-column panels + 20 (16 + 4)
+        (64, 232, (3, 9), 8),  # 232, a multiple of 8: 7 32-column panels + 8
+        (32, 72, (3, 6), 8),  # 72: 2 panels + 8 columns, OW 4
         (58, 58, (4, 30), 10),  # 58: 3 panels + 10 columns (8 lanes + 2 scalars)
         (12, 20, (5, 8), 4),  # 3x3: one panel + 4 columns
     ],
@@ -271,9 +273,10 @@ def test_half_width_tile_for_f_a_multiple_of_8(
 def test_ragged_output_channels_peel_the_last_panel(
     c: int, f: int, hw: tuple[int, int], cols: int, threads: int
 ) -> None:
-    """F not a multiple of 8: 16-column panels, the last F mod 16 columns in a
+    """F not a multiple of 8: 16-column panels (32-column ones from 64 channels,
+    and then also for F a multiple of 8 but not of 16), the last columns in a
     peeled panel on 16-, 8- and 4-lane vectors and scalars (before: the kernel
-    kept its loops), against PyTorch."""
+    kept its loops, or ran on 8-lane vectors), against PyTorch."""
     g, w, b = conv_graph(c, f, hw, padding=0)
     compiled = qidao.compile(g, threads=threads, algo="direct")
     kernel = conv_kernel_of(compiled)

@@ -50,7 +50,10 @@ f_o)``), the last panel peeled (``f_o_p``: a copy with constant bounds) onto 16-
 kernel kept its loops. One thread, a 1x1 convolution + ReLU, µs, qidao vs PyTorch
 eager: 116 -> 116 on 14x14 28 vs 55, 58 -> 58 on 28x28 32 vs 59, 24 -> 58 on 56x56
 55 vs 105; ShuffleNet V2 (the zoo's ``shufflenet``) 4.10 -> 2.76 ms, 0.54x ->
-0.75x ONNX Runtime.
+0.75x ONNX Runtime. From ``RAGGED_WIDE_PANELS`` (64) output channels the panels
+are 32 columns wide, and an ``F`` that is a multiple of 8 but not of 16 (232,
+200, 104) takes them too instead of ``<8 x float>`` tiles: 112-135 -> 250-260
+GFLOP/s (``RAGGED_WIDE_PANELS``'s measurements).
 
 The tile's loops (``ow_i``, ``f_i`` and the copy, init and epilogue loops over the
 tile) are left rolled: their trip counts are constants, so LLVM unrolls them fully
@@ -172,6 +175,15 @@ takes one). All keep 8 to 16 accumulators. 8 x 32 and 4 x 64 tie on a 3x3 64 ->
 wav2vec2's) 8 x 32 loads half the weights per multiply-add and won: 799 steps
 1.36 -> 1.20 ms, 1599 steps (peeled) 2.62 -> 2.38 ms."""
 
+RAGGED_WIDE_PANELS = 64
+"""From this many output channels (ungrouped) an ``F`` that is not a multiple of 16
+takes 32-column panels of ``<16 x float>`` vectors (two per pixel), the last one
+peeled onto 16-, 8- and 4-lane vectors and scalars, instead of 16-column panels
+(F not a multiple of 8) or ``<8 x float>`` tiles (F a multiple of 8). One
+thread, a 1x1 convolution + ReLU on 14x14 (on 28x28), GFLOP/s: 116 -> 116 178 ->
+245 (154 -> 239); 232 -> 232 112 -> 255, 128 -> 104 112 -> 251, 128 -> 200 135
+-> 258, 128 -> 248 114 -> 262. ShuffleNet V2's 116- and 232-channel stages."""
+
 MIN_TILE_OW = 4
 """The fewest pixels of a tile taken before a peeled one (``pick_tile``)."""
 
@@ -198,13 +210,17 @@ def schedule_conv(s: Schedule, kernel: str, threads: int) -> str | None:
         return None
     grouped = "g" in extents
     f, ow = extents["f"], extents["ow"]
-    cols = f % WIDTH if f % HALF else 0  # F ragged: the last panel's columns
+    wide = f >= RAGGED_WIDE_PANELS and not grouped
+    panel = 2 * WIDTH if wide else WIDTH
+    # F ragged (not a multiple of 8; or of 16, from RAGGED_WIDE_PANELS channels):
+    # the last panel's columns
+    cols = f % panel if f % WIDTH and (f % HALF or wide) else 0
     if cols and (grouped or f < WIDTH):
         return None
     width = WIDTH if f % WIDTH == 0 or cols else HALF
     tiles = TILES if width == WIDTH else _half_tiles(f)
-    if cols:  # 16-column panels, the last one peeled; OW divided whole
-        tiles = tuple((WIDTH, tw) for tf, tw in TILES if tf == WIDTH)
+    if cols:  # 16- or 32-column panels, the last one peeled; OW divided whole
+        tiles = tuple((panel, tw) for tf, tw in TILES if tf == panel)
     tile = pick_tile(tiles, f, ow, peel=not cols)
     if tile is None:
         return None
