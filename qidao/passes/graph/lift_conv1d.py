@@ -60,7 +60,7 @@ After:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -95,10 +95,8 @@ def _unit_height(shape: tuple[int, ...]) -> tuple[int, ...]:
 @dataclass
 class _Lift:
     block: Block
-
-    def __post_init__(self) -> None:
-        self.lifted: set[SSAValue] = set()
-        """The rank-4 results of the ops this pass rewrote."""
+    lifted: set[SSAValue] = field(default_factory=set)
+    """The rank-4 results of the ops this pass rewrote."""
 
     def run(self) -> None:
         squeezes: list[tg.ReshapeOp] = []  # the ones this pass made
@@ -175,7 +173,7 @@ class _Lift:
         if op.FUSION != "elementwise":
             return None
         full = shape_of(op.results[0].type)
-        if len(full) != 3 or not any(self._source(v) for v in op.operands):
+        if len(full) != 3 or all(self._source(v) is None for v in op.operands):
             return None
         operands: list[SSAValue] = []
         for value in op.operands:
