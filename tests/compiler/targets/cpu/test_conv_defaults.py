@@ -369,3 +369,22 @@ def test_grouped_without_a_tile_width_is_left_alone() -> None:
     x = np.random.default_rng(7).standard_normal((1, 32, 5, 5)).astype(np.float32)
     (got,) = compiled(x)
     np.testing.assert_allclose(got, reference(x, w, b, 2, 1, 2), rtol=1e-4, atol=1e-4)
+
+
+def test_one_row_splits_its_pixel_tiles() -> None:
+    """A 1-D convolution (a 2-D one of height 1, batch 1: wav2vec2's feature
+    extractor) splits its pixel tiles ``ow_o`` over the threads: ``oh`` and ``n``
+    have one iteration each, and splitting either ran it on one thread."""
+    rng = np.random.default_rng(4)
+    w = (rng.standard_normal((64, 32, 1, 3)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    g = Graph()
+    x = g.input("x", (1, 32, 1, 203))
+    g.output(g.conv2d(x, w, b, strides=(1, 2), padding=0))
+    compiled = qidao.compile(g, threads=2, algo="direct")
+    (kernel,) = [k for k in compiled.stats["default_schedule"] if "conv2d" in k]
+    assert compiled.stats["default_schedule"][kernel].endswith("ow_o on 2 threads")
+    assert f's.parallel("{kernel}", "ow_o")' in compiled.stats["schedule"]
+    data = rng.standard_normal((1, 32, 1, 203)).astype(np.float32)
+    want = reference(data, w, b, (1, 2), 0)  # type: ignore[arg-type]
+    np.testing.assert_allclose(compiled(data)[0], want, rtol=1e-4, atol=1e-4)

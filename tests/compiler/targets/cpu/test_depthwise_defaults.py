@@ -150,6 +150,15 @@ def test_channels_not_a_multiple_of_16(channels: int) -> None:
     assert reason in conv_report(compiled)
 
 
+def test_ragged_channels_still_split_rows() -> None:
+    """ShuffleNet V2's 116-channel depthwise convolutions: not on vectors, but with
+    enough work their rows run on the threads."""
+    compiled = run((1, 116, 28, 28), threads=2)
+    report = conv_report(compiled)
+    assert "116 channels are not a multiple of 16" in report
+    assert report.endswith("on 2 threads"), report
+
+
 @pytest.mark.parametrize("multiplier", [2, 4])
 def test_channel_multiplier(multiplier: int) -> None:
     """F = C * multiplier: not this kernel (NCHW for 2 outputs per group, the

@@ -18,7 +18,7 @@ from qidao.frontend.builder import Graph, Value
 Array = np.ndarray[Any, Any]
 
 SHAPES = [(80, 1024), (80, 1000), (80, 7), (4, 20, 1000)]
-"""Over 2^16 elements, so that two threads pay, except 80x7, which stays serial."""
+"""Over 2^13 elements, so that two threads pay, except 80x7, which stays serial."""
 
 
 def _layer_norm(g: Graph, x: Value, affine: bool) -> Value:
@@ -164,6 +164,18 @@ def test_softmax_over_a_strided_axis_stays_scalar_and_says_why() -> None:
     np.testing.assert_allclose(
         compiled(x)[0], e / e.sum(0, keepdims=True), rtol=1e-5, atol=1e-6
     )
+
+
+@pytest.mark.parametrize(("heads", "loop"), [(3, "i2 (96 iterations)"), (4, "i1 (4")])
+def test_few_heads_split_their_rows_instead(heads: int, loop: str) -> None:
+    """A softmax over ``[1, heads, 96, 256]``: 3 heads on 2 threads leave one
+    thread a third of the work idle, so the rows inside each head are split (three
+    parallel regions); 4 heads split evenly, in one region."""
+    shape = (1, heads, 96, 256)
+    compiled, x, want = _compile("softmax", shape, 2)
+    (report,) = compiled.stats["default_schedule"].values()
+    assert f"loop {loop}" in report, report
+    np.testing.assert_allclose(compiled(x)[0], want, rtol=1e-5, atol=1e-6)
 
 
 def test_a_single_row_is_vectorized_and_not_parallel() -> None:

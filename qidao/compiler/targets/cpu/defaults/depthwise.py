@@ -72,6 +72,12 @@ MAIN = ("n", "cb", "oh", "ow", "kh", "kw", "c")
 """The main nest of a depthwise NHWC convolution kernel, outer to inner."""
 
 
+_RAGGED = (
+    f"{{channels}} channels are not a multiple of {WIDTH}: left to LLVM's "
+    "vectorizer (no scalar tail after every tap)"
+)
+
+
 def is_depthwise_kernel(s: Schedule, kernel: str) -> bool:
     """Whether ``kernel``'s loops are the depthwise nest: ``MAIN`` in a row, with no
     output-channel loop ``f`` (a dense or grouped NHWC convolution has one inside
@@ -92,17 +98,16 @@ def schedule_depthwise(s: Schedule, kernel: str, threads: int) -> str:
     channels, ow = extents["c"], extents["ow"]
     if channels is None or ow is None:
         raise NotApplicable("the channel or pixel loop has non-constant bounds")
-    if channels % WIDTH:
-        raise NotApplicable(
-            f"{channels} channels are not a multiple of {WIDTH}: left to LLVM's "
-            "vectorizer (no scalar tail after every tap)"
-        )
     taps = (extents.get("kh") or 1) * (extents.get("kw") or 1)
     try:  # first: the parallel pass proves the lowered nest's writes disjoint
         work = ow * channels * taps  # a tap: one multiply-add per output element
         parallel = parallel_outer(s, kernel, threads, ["n", "cb", "oh"], work)
-    except NotApplicable:
+    except NotApplicable as why:
+        if channels % WIDTH:
+            raise NotApplicable(f"{_RAGGED.format(channels=channels)}; {why}") from None
         parallel = ""
+    if channels % WIDTH:  # the rows on the threads, the rest as lowered
+        return f"{_RAGGED.format(channels=channels)}; {parallel}"
     for nest in _side_nests(s, kernel):
         s.compute_at(kernel, nest, "ow")
     for loop in ("c_init", "c"):

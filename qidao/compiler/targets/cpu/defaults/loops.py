@@ -10,14 +10,35 @@ register and fewer than ``SHORT_INNER`` elements is therefore vectorized by the
 schedule (one register a step, and a tail), which keeps LLVM off the outer loop:
 14 µs. Past that, the decision left is threads. Row
 kernels take the same decision for their row loops and have their passes over the
-row vectorized as well (``rows.py``). The outermost loop that has at least
-``threads`` iterations runs on
-libgomp's workers when the kernel touches at least ``PARALLEL_MIN_ELEMENTS``
-elements. Below that, waking the workers costs more than it saves: a warm
-``GOMP_parallel`` costs about 1 µs, and after the process has idled for 100 ms under
-libgomp's default wait policy it costs milliseconds (see
-``qidao/passes/cpu/convert_parallel_to_gomp.py``), while 2^16 floats stream through
-one core in about 10 µs.
+row vectorized as well (``rows.py``).
+
+Threads: a kernel that touches at least ``PARALLEL_MIN_ELEMENTS`` elements runs one
+of its loops on libgomp's workers (``parallel_outer``). In a model the workers are
+warm: the kernels run back to back, and libgomp's workers spin between two
+parallel regions, so a region costs about 1 µs (after the process has idled for
+100 ms it costs milliseconds under libgomp's default wait policy, whatever the
+threshold: see ``qidao/passes/cpu/convert_parallel_to_gomp.py``). Measured (AMD
+EPYC, 2 cores, ``qidao.compile(..., profile=True)``, medians of 200 calls, each
+kernel after a parallel matmul that wrote its input; µs, one thread -> two
+threads):
+
+====================  ===========  ===========  ===========  ===========
+elements (rows x 256)  4,096        8,192        16,384       32,768
+====================  ===========  ===========  ===========  ===========
+softmax               1.2 -> 1.2   2.5 -> 1.8   4.9 -> 3.0   9.4 -> 5.9
+transposing copy      1.0 -> 1.1   2.2 -> 1.5   3.8 -> 2.3   8.5 -> 5.5
+mul + relu            0.8 -> 1.1   1.7 -> 1.8   4.0 -> 2.9   8.2 -> 7.1
+====================  ===========  ===========  ===========  ===========
+
+so threads pay from about 2^13 elements. A kernel left on one thread also pays
+where its input was written by two: half of it comes from the other core's cache
+(ViT's layer norms, 37,824 elements, ran 0.78x as fast at two threads as at one
+when the threshold was 2^16). Which loop: the one whose busiest thread's share
+(``ceil(T / threads) / T`` of the work, for ``T`` iterations) plus the parallel
+regions it starts (one per iteration of the loops around it, each
+``REGION_COST_ELEMENTS``) costs least: ViT's softmax over ``[1, 3, 197, 197]``
+splits its 197 rows three times rather than its 3 heads once (1.43x -> 1.9x at two
+threads).
 """
 
 from __future__ import annotations
@@ -45,7 +66,12 @@ from qidao.passes.schedule.loops.nest import (
     symbolic_dim,
 )
 
-PARALLEL_MIN_ELEMENTS = 1 << 16
+PARALLEL_MIN_ELEMENTS = 1 << 13
+"""Kernels touching fewer elements stay on one thread (module docstring)."""
+REGION_COST_ELEMENTS = 1 << 12
+"""What starting one parallel region costs (a warm ``GOMP_parallel``, ~1 µs), in
+elements streamed through one core: ``parallel_outer`` weighs it against the
+imbalance of a loop with few iterations."""
 SHORT_INNER = 64
 """An inner loop shorter than this (and at least one register long) is vectorized
 by the schedule, not left to LLVM (module docstring)."""
@@ -68,11 +94,21 @@ def parallel_outer(
             f"{elements} elements: too little work to pay for waking "
             f"{threads} threads (threshold {PARALLEL_MIN_ELEMENTS})"
         )
+    best: tuple[float, str, int] | None = None
+    starts = 1  # parallel regions a loop starts: the iterations of those around it
     for name, size in zip(loops, sizes, strict=True):
-        if size is not None and size >= threads:
-            s.parallel(kernel, name)
-            return f"loop {name} ({size} iterations) on {threads} threads"
-    raise NotApplicable(f"no loop has {threads} or more iterations")
+        assert size is not None
+        if size >= threads:  # the busiest thread's share, plus the regions' cost
+            cost = elements * math.ceil(size / threads) / size
+            cost += starts * REGION_COST_ELEMENTS
+            if best is None or cost < best[0]:
+                best = (cost, name, size)
+        starts *= size
+    if best is None:
+        raise NotApplicable(f"no loop has {threads} or more iterations")
+    _, name, size = best
+    s.parallel(kernel, name)
+    return f"loop {name} ({size} iterations) on {threads} threads"
 
 
 def schedule_elementwise(s: Schedule, kernel: str, threads: int) -> str:
