@@ -98,16 +98,17 @@ def schedule_depthwise(s: Schedule, kernel: str, threads: int) -> str:
     channels, ow = extents["c"], extents["ow"]
     if channels is None or ow is None:
         raise NotApplicable("the channel or pixel loop has non-constant bounds")
+    ragged = _RAGGED.format(channels=channels) if channels % WIDTH else ""
     taps = (extents.get("kh") or 1) * (extents.get("kw") or 1)
     try:  # first: the parallel pass proves the lowered nest's writes disjoint
         work = ow * channels * taps  # a tap: one multiply-add per output element
         parallel = parallel_outer(s, kernel, threads, ["n", "cb", "oh"], work)
     except NotApplicable as why:
-        if channels % WIDTH:
-            raise NotApplicable(f"{_RAGGED.format(channels=channels)}; {why}") from None
+        if ragged:
+            raise NotApplicable(f"{ragged}; {why}") from None
         parallel = ""
-    if channels % WIDTH:  # the rows on the threads, the rest as lowered
-        return f"{_RAGGED.format(channels=channels)}; {parallel}"
+    if ragged:  # the rows on the threads, the rest as lowered
+        return f"{ragged}; {parallel}"
     for nest in _side_nests(s, kernel):
         s.compute_at(kernel, nest, "ow")
     for loop in ("c_init", "c"):

@@ -32,13 +32,12 @@ mul + relu            0.8 -> 1.1   1.7 -> 1.8   4.0 -> 2.9   8.2 -> 7.1
 
 so threads pay from about 2^13 elements. A kernel left on one thread also pays
 where its input was written by two: half of it comes from the other core's cache
-(ViT's layer norms, 37,824 elements, ran 0.78x as fast at two threads as at one
-when the threshold was 2^16). Which loop: the one whose busiest thread's share
+(a layer norm after a parallel matmul). Which loop: the one whose busiest thread's share
 (``ceil(T / threads) / T`` of the work, for ``T`` iterations) plus the parallel
 regions it starts (one per iteration of the loops around it, each
 ``REGION_COST_ELEMENTS``) costs least: ViT's softmax over ``[1, 3, 197, 197]``
-splits its 197 rows three times rather than its 3 heads once (1.43x -> 1.9x at two
-threads).
+splits its 197 rows three times rather than its 3 heads once (1.4x -> 1.8x its
+one-thread speed at two threads).
 """
 
 from __future__ import annotations
