@@ -179,6 +179,7 @@ PIPELINES: dict[str, tuple[Stage, ...]] = {
                     "expand-math",
                     "LLVM has no exp/log/tanh/erf of its own for vectors: this pass "
                     "writes them as polynomials",
+                    options=("ldexp",),
                 ),
                 _needed("lower-affine", "LLVM has no affine loops"),
                 _needed(

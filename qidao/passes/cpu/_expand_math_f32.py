@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith, llvm, math
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f32, i32
 from xdsl.ir import Operation, SSAValue
 
@@ -121,11 +121,13 @@ ERF_Q = (
 
 
 class F32Emitter:
-    """Builds the arith/math ops of one expansion, in order, on f32 and i32 scalars."""
+    """Builds the arith/math ops of one expansion, in order, on f32 and i32 scalars.
+    With ``ldexp``, exp scales by ``llvm.ldexp`` (``exp_f32``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ldexp: bool = False) -> None:
         self.ops: list[Operation] = []
         self.constants: dict[str, SSAValue] = {}
+        self.use_ldexp = ldexp
 
     def _emit(self, op: Operation) -> SSAValue:
         self.ops.append(op)
@@ -240,6 +242,11 @@ class F32Emitter:
     def shr_unsigned(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self._emit(arith.ShRUIOp(a, b))
 
+    def ldexp(self, x: SSAValue, k: SSAValue) -> SSAValue:
+        """x * 2^k for an i32 k, rounded once (``llvm.ldexp``: one ``vscalefps`` on
+        AVX-512, which LLVM's loop vectorizer widens; elsewhere a libm call)."""
+        return self._emit(llvm.CallIntrinsicOp("llvm.ldexp.f32.i32", [x, k], [f32]))
+
     def pow2(self, k: SSAValue) -> SSAValue:
         """2^k as a float32, for an i32 k in [-126, 127]: the bits (k + 127) << 23."""
         biased = self.addi(k, self.i(EXPONENT_BIAS))
@@ -256,7 +263,10 @@ def exp_f32(em: F32Emitter, x: SSAValue) -> SSAValue:
     3. exp(r) = 1 + r + r^2 P(r), P of degree 5 (Cephes expf), Horner with fma.
     4. Scale by 2^n as 2^(n - n/2) * 2^(n/2): each factor is a normal float32 built
        from its exponent bits, and the product over- or underflows (gradually, through
-       the denormals) exactly where exp does, with one rounding.
+       the denormals) exactly where exp does, with one rounding. With ``em.use_ldexp``
+       (``expand-math{ldexp=true}``, on by default where the host has AVX-512F),
+       ``ldexp(exp(r), n)`` instead: the same value, rounded once, in one
+       ``vscalefps`` for the ten integer and float steps of the two factors.
     """
     x = em.let("xc", em.clamp(x, EXP_LO, EXP_HI))
     n = em.let("n", em.round_even(em.mul(x, em.f(LOG2E))))
@@ -266,6 +276,8 @@ def exp_f32(em: F32Emitter, x: SSAValue) -> SSAValue:
     exp_r = em.fma(p, em.mul(r, r), r)
     exp_r = em.let("exp_r", em.add(exp_r, em.f(1.0)))
     k = em.let("k", em.small_int(n))
+    if em.use_ldexp:
+        return em.ldexp(exp_r, k)
     k_low = em.shr_signed(k, em.i(1))
     k_high = em.subi(k, k_low)
     scaled = em.mul(exp_r, em.let("scale_hi", em.pow2(k_high)))

@@ -26,7 +26,7 @@ from xdsl.parser import Parser
 
 from qidao.compiler.pipeline import run_stages, stages, without
 from qidao.compiler.targets.cpu.emit import llvm_ir_text
-from qidao.runtime.cpu import JitModule, host_cpu, jit_compile
+from qidao.runtime.cpu import JitModule, host_cpu, host_has, jit_compile
 from qidao.runtime.executor import NativeFunction, TensorSpec
 
 N = 1 << 20
@@ -83,24 +83,35 @@ def kernel_source(op: str, n: int, element: str = "f32") -> str:
     """
 
 
-def compile_kernel(op: str, n: int = N, expand: bool = True) -> NativeFunction:
+def compile_kernel(
+    op: str, n: int = N, expand: bool = True, ldexp: bool = False
+) -> NativeFunction:
     ctx = _context()
     module = Parser(ctx, kernel_source(op, n)).parse_module()
     lowering = stages("cpu", "scf", "llvm-dialect")
-    run_stages(module, lowering if expand else without(lowering, "expand-math"))
+    run_stages(
+        module,
+        lowering if expand else without(lowering, "expand-math"),
+        settings={"ldexp": ldexp},
+    )
     jit = jit_compile(llvm_ir_text(module))
     spec = [TensorSpec("x", (n,), "float32")]
     return NativeFunction(jit, "kernel", spec, [TensorSpec("y", (n,), "float32")])
 
 
 @functools.cache
-def expanded(op: str) -> NativeFunction:
-    return compile_kernel(op)
+def expanded(op: str, ldexp: bool) -> NativeFunction:
+    return compile_kernel(op, ldexp=ldexp)
 
 
-def run(op: str, x: Array) -> Array:
+SCALINGS = [False, True]
+"""exp's scaling by 2^n: two factors from exponent bits, or ``llvm.ldexp``
+(``expand-math{ldexp=true}``; ``vscalefps`` on AVX-512, a libm call elsewhere)."""
+
+
+def run(op: str, x: Array, ldexp: bool = False) -> Array:
     """op(x) through the expanded kernel, in chunks of N."""
-    fn = expanded(op)
+    fn = expanded(op, ldexp)
     out = np.empty_like(x)
     for start in range(0, x.size, N):
         chunk = np.zeros(N, np.float32)
@@ -152,17 +163,25 @@ def mismatches(x: Array, got: Array, op: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("op", sorted(REFERENCES))
-def test_expansion_matches_numpy_over_the_domain(op: str) -> None:
+CASES = [
+    pytest.param(op, ldexp, id=f"{op}-{'ldexp' if ldexp else 'bits'}")
+    for op in sorted(REFERENCES)
+    for ldexp in SCALINGS
+    if not (ldexp and op == "math.log")  # log has no exp inside
+]
+
+
+@pytest.mark.parametrize(("op", "ldexp"), CASES)
+def test_expansion_matches_numpy_over_the_domain(op: str, ldexp: bool) -> None:
     x = domain(op, np.random.default_rng(0))
     assert x.size > 1_000_000
-    got = run(op, x)
+    got = run(op, x, ldexp)
     assert mismatches(x, got, op) == []
 
 
-@pytest.mark.parametrize("op", sorted(REFERENCES))
-def test_special_values(op: str) -> None:
-    got = run(op, SPECIALS)
+@pytest.mark.parametrize(("op", "ldexp"), CASES)
+def test_special_values(op: str, ldexp: bool) -> None:
+    got = run(op, SPECIALS, ldexp)
     assert mismatches(SPECIALS, got, op) == []
 
 
@@ -181,12 +200,24 @@ def optimized_ir(fn: NativeFunction) -> str:
 
 @pytest.mark.parametrize("op", sorted(REFERENCES))
 def test_expanded_loop_vectorizes_without_calls(op: str) -> None:
-    ir = optimized_ir(compile_kernel(op, 1024))
+    ir = optimized_ir(compile_kernel(op, 1024, ldexp=host_has("avx512f")))
     assert "call float @" not in ir and "@llvm.exp" not in ir and "@llvm.log" not in ir
-    assert "@erff" not in ir
+    assert "@erff" not in ir and "@ldexp" not in ir
     _, features = host_cpu()
     width = "<16 x float>" if "+avx512f" in features else "x float>"
     assert width in ir, f"the {op} loop did not vectorize:\n{ir}"
+
+
+def test_ldexp_scales_on_vscalefps_where_the_host_has_avx512() -> None:
+    """With ``ldexp`` on, the vectorized exp scales by ``llvm.ldexp`` on
+    ``<16 x float>``, which the back end makes one ``vscalefps`` per vector."""
+    if not host_has("avx512f"):
+        pytest.skip("no AVX-512F here: the CPU target leaves ldexp off")
+    fn = compile_kernel("math.exp", 1024, ldexp=True)
+    assert "@llvm.ldexp.v16f32.v16i32" in optimized_ir(fn)
+    jit = fn.jit
+    assert isinstance(jit, JitModule)
+    assert "vscalefps" in jit.assembly()
 
 
 def test_without_the_pass_exp_is_a_call_per_element() -> None:

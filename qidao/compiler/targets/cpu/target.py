@@ -34,6 +34,8 @@ from qidao.runtime.profile import RUNTIME_IR
 
 VNNI_FEATURE = "avx512vnni"
 """LLVM's name for AVX-512 VNNI (``vpdpbusd``)."""
+AVX512F_FEATURE = "avx512f"
+"""LLVM's name for AVX-512 Foundation (``vscalefps``: ``expand-math{ldexp}``)."""
 BF16_FEATURE = "avx512bf16"
 """LLVM's name for AVX512_BF16 (``vdpbf16ps``)."""
 
@@ -79,6 +81,7 @@ class CpuTarget:
         "bf16": None,
         "amx": None,
         "pack_weights": None,
+        "ldexp": None,
     }
     """``vnni``: pack 8-bit weights for AVX-512 VNNI and compute int8 matmuls with
     ``vpdpbusd`` (the ``pack-vnni`` pass, ``tensorize``'s ``avx512_vnni``); None
@@ -97,6 +100,13 @@ class CpuTarget:
     has AMX-BF16 too; None (the default): where the CPU has AMX-INT8 and Linux grants the
     process its tiles (``qidao/runtime/amx.py``). True where it cannot is an
     error, as for ``vnni``.
+
+    ``ldexp``: ``expand-math`` scales exp's result by ``2^n`` with ``llvm.ldexp``
+    (one ``vscalefps``) instead of two factors built from exponent bits (ten
+    integer and float steps); the same values. None (the default): where the host
+    has AVX-512F; elsewhere LLVM makes ``llvm.ldexp`` a libm call per element, so
+    True there is slow, not wrong. Softmax over 1 x 3 x 197 x 197, one thread (AMD
+    EPYC): see ``qidao/passes/cpu/expand_math.py``.
 
     ``pack_weights``: store constant float32 matmul weights in the column panels
     the matmul tile reads (the ``pack-panels`` pass); None (the default): under
@@ -118,6 +128,10 @@ class CpuTarget:
                 "amx out (None) to use it where it exists"
             )
         options["amx"] = amx_available() if amx is None else amx
+        ldexp = options["ldexp"]
+        if ldexp is not None and not isinstance(ldexp, bool):
+            raise TypeError(f"ldexp must be None, True or False, got {ldexp!r}")
+        options["ldexp"] = host_has(AVX512F_FEATURE) if ldexp is None else ldexp
         pack = settings.options["pack_weights"]
         if pack is not None and not isinstance(pack, bool):
             raise TypeError(f"pack_weights must be None, True or False, got {pack!r}")

@@ -2,7 +2,7 @@
 
 Float ops keep their ``fastmath`` flags. ``arith.maximumf``/``minimumf`` use the
 NaN-propagating ``llvm.maximum``/``llvm.minimum`` intrinsics; ``maxnumf``/``minnumf``
-use ``llvm.maxnum``/``llvm.minnum``. ``fptosi``/``fptoui`` use the saturating
+use ``llvm.maxnum``/``llvm.minnum`` (each called by its type-mangled name). ``fptosi``/``fptoui`` use the saturating
 ``llvm.fpto[su]i.sat`` intrinsics (the xDSL translator has no plain fptosi), and
 ``uitofp`` zero-extends to i64 and then converts signed (from i64, it converts
 ``(x >> 1) | (x & 1)`` and doubles it where x reads negative). Math functions without an
@@ -95,12 +95,6 @@ def _float_intrinsic2(name: str) -> Handler:
         fl.bind(op.results[0], _intrinsic(fl, f"{name}.{type_suffix(t)}", args, t))
 
     return handler
-
-
-def _maxnum(op: Operation, fl: FunctionLowering) -> None:
-    lhs, rhs = fl.operands(op)
-    cls = llvm.VectorFMaxOp if isinstance(op, arith.MaxnumfOp) else llvm.VectorFMinOp
-    fl.bind(op.results[0], fl.emit_value(cls(lhs, rhs)))
 
 
 def _negf(op: Operation, fl: FunctionLowering) -> None:
@@ -359,7 +353,11 @@ _MATH_INTRINSIC: dict[type[Operation], str] = {
     math.CopySignOp: "llvm.copysign",
     arith.MaximumfOp: "llvm.maximum",
     arith.MinimumfOp: "llvm.minimum",
+    arith.MaxnumfOp: "llvm.maxnum",
+    arith.MinnumfOp: "llvm.minnum",
 }
+"""Called by their type-mangled names too: xDSL's ``llvm.intr.maxnum`` declares one
+unmangled ``@llvm.maxnum`` per module, for the first type it meets."""
 
 _MATH_LIBM: dict[type[Operation], str] = {
     math.ErfOp: "erf",
@@ -457,8 +455,6 @@ HANDLERS: dict[type[Operation], Handler] = {
     **dict.fromkeys(_MATH_UNARY, _math_unary),
     **dict.fromkeys(_MATH_LIBM, _math_libm),
     **{cls: _float_intrinsic2(name) for cls, name in _MATH_INTRINSIC.items()},
-    arith.MaxnumfOp: _maxnum,
-    arith.MinnumfOp: _maxnum,
     arith.NegfOp: _negf,
     arith.CmpfOp: _cmpf,
     arith.CmpiOp: _cmpi,

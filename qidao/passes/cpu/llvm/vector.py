@@ -115,13 +115,14 @@ def _combine(
     t = lhs.type
     if kind == vector.CombiningKindFlag.ADD:
         return fl.emit_value(llvm.FAddOp(lhs, rhs))
-    if kind == vector.CombiningKindFlag.MAXNUMF:
-        return fl.emit_value(llvm.VectorFMaxOp(lhs, rhs))
-    if kind == vector.CombiningKindFlag.MINNUMF:
-        return fl.emit_value(llvm.VectorFMinOp(lhs, rhs))
+    # intrinsics named with their overload suffix (xDSL's translator declares an
+    # unsuffixed llvm.maxnum once, for the first type it meets: the halves of a
+    # reduction tree are each a different type)
     names = {
         vector.CombiningKindFlag.MAXIMUMF: "llvm.maximum",
         vector.CombiningKindFlag.MINIMUMF: "llvm.minimum",
+        vector.CombiningKindFlag.MAXNUMF: "llvm.maxnum",
+        vector.CombiningKindFlag.MINNUMF: "llvm.minnum",
     }
     if kind not in names:
         raise LoweringError(f"convert-to-llvm: vector.reduction <{kind.value}> on {t}")
@@ -173,6 +174,8 @@ _INTRINSIC: dict[type[Operation], str] = {
     math.RoundEvenOp: "llvm.roundeven",
     arith.MaximumfOp: "llvm.maximum",
     arith.MinimumfOp: "llvm.minimum",
+    arith.MaxnumfOp: "llvm.maxnum",
+    arith.MinnumfOp: "llvm.minnum",
 }
 """Ops that ``arith_patterns`` lowers to an intrinsic call named by a scalar suffix."""
 
@@ -182,8 +185,6 @@ _SAME_OP: tuple[type[Operation], ...] = (
     arith.MulfOp,
     arith.DivfOp,
     arith.NegfOp,
-    arith.MaxnumfOp,
-    arith.MinnumfOp,
     math.FmaOp,
     math.SqrtOp,
     math.AbsFOp,

@@ -108,9 +108,13 @@ def lower_softmax(
     index.insert(axis, dim(rank - 1))
 
     with em.nest(loop_names("i", rank - 1), outer_shape) as outer:
+        # over the last axis the max is only the row's shift (maxnumf, cheaper);
+        # over another, LLVM's loop vectorizer (LLVM 22) aborts on a maxnum
+        # reduction with strided loads, so it keeps maximumf (shift_max_step)
+        step = em.shift_max_step if axis == rank - 1 else em.max_step
 
         def running_max(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            return [em.max_step(accs[0], em.load(x, ivs, index))]
+            return [step(accs[0], em.load(x, ivs, index))]
 
         (top,) = em.accumulate(
             ["r_max"], [full[axis]], [em.constant(NEG_INF, t)], running_max, outer

@@ -199,3 +199,25 @@ def test_float64_rows_take_eight_lanes() -> None:
     assert report.startswith("rows: vectorized r0 (4 x <8 x double> accumulators)")
     x = np.random.default_rng(0).standard_normal((8, 100))
     np.testing.assert_array_equal(compiled(x)[0], x.max(-1))
+
+
+@pytest.mark.parametrize("axis", [1, 0])
+def test_softmax_special_rows_match_torch(axis: int) -> None:
+    """The row max is ``maxnumf`` over the last axis (it only shifts the row) and
+    ``maximumf`` over another; either way a row holding NaN, +inf, or only -inf
+    comes out as PyTorch's (NaN where it has NaN). 197 columns: the max on vectors
+    and a scalar tail, ``llvm.maxnum`` of two types in one module."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal((6, 197)).astype(np.float32)
+    x[1, 50] = np.nan
+    x[2, 196] = np.nan  # in the scalar tail
+    x[3, 7] = np.inf
+    x[4, :] = -np.inf
+    x[5, :4] = [-0.0, 0.0, 0.0, -0.0]
+    x = x if axis == 1 else np.ascontiguousarray(x.T)
+    g = Graph("main")
+    g.output(g.softmax(g.input("x", x.shape), axis=axis))
+    compiled = qidao.compile(g, threads=1)
+    want = torch.softmax(torch.from_numpy(x), axis).numpy()
+    assert np.isnan(want).any(axis=axis).sum() == 4  # rows 1-4 are all NaN
+    np.testing.assert_allclose(compiled(x)[0], want, rtol=1e-5, atol=1e-7)

@@ -116,6 +116,22 @@ func.func @float_ops(%x: f32, %y: f32) -> f32 {
   func.return %z : f32
 }
 
+// maxnumf/minnumf (a softmax's row max) are llvm.maxnum/minnum called by their
+// type-mangled names: a scalar, a vector and a reduction's halves in one module
+// (each of another type) get an intrinsic each, not one @llvm.maxnum for all.
+// CHECK-LABEL: llvm.func @maxnum_types(
+// CHECK:         %{{.*}} = llvm.call_intrinsic "llvm.maxnum.f32"(%{{.*}}, %{{.*}}) : (f32, f32) -> f32
+// CHECK-NEXT:    %{{.*}} = llvm.call_intrinsic "llvm.minnum.v16f32"(%{{.*}}, %{{.*}}) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK:         %{{.*}} = llvm.call_intrinsic "llvm.maxnum.v8f32"(%{{.*}}, %{{.*}}) : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:         %{{.*}} = llvm.call_intrinsic "llvm.maxnum.v4f32"(%{{.*}}, %{{.*}}) : (vector<4xf32>, vector<4xf32>) -> vector<4xf32>
+// CHECK-NOT:     "llvm.maxnum"(
+func.func @maxnum_types(%x: f32, %y: f32, %v: vector<16xf32>, %w: vector<16xf32>) -> f32 {
+  %m = arith.maxnumf %x, %y : f32
+  %n = arith.minnumf %v, %w : vector<16xf32>
+  %r = vector.reduction <maxnumf>, %n, %m : vector<16xf32> into f32
+  func.return %r : f32
+}
+
 // sin and cos (tg.sin, tg.cos) are LLVM intrinsics named by their type, f32, f64 and
 // vectors alike (LLVM calls libm's sinf/sin/cosf/cos, lane by lane on vectors).
 // CHECK-LABEL: llvm.func @sin_cos(

@@ -1,4 +1,5 @@
 // RUN: qidao-opt %s -p expand-math | filecheck %s
+// RUN: qidao-opt %s -p 'expand-math{ldexp=true}' | filecheck %s --check-prefix=LDEXP
 
 // The docstring's example: exp on f32 becomes range reduction, a polynomial and a
 // scaling by 2^n built from exponent bits; no math.exp is left.
@@ -24,6 +25,19 @@
 // CHECK-NEXT:    %y = arith.mulf %{{.*}}, %scale_lo : f32
 // CHECK-NEXT:    func.return %y : f32
 // CHECK-NOT:     math.exp
+
+// With ldexp: the same reduction and polynomial, then one llvm.ldexp by k instead
+// of the two factors (AVX-512's vscalefps); no bit-built scale is left.
+// LDEXP-LABEL: func.func @exp
+// LDEXP:         %exp_r = arith.addf
+// LDEXP:         %k = arith.subi
+// LDEXP-NEXT:    %y = llvm.call_intrinsic "llvm.ldexp.f32.i32"(%exp_r, %k) : (f32, i32) -> f32
+// LDEXP-NEXT:    func.return %y : f32
+// LDEXP-NOT:     scale_hi
+// Not an exp: log has none inside, and is the same either way.
+// LDEXP-LABEL: func.func @log
+// LDEXP-NOT:     llvm.ldexp
+// LDEXP:         func.return
 func.func @exp(%x: f32) -> f32 {
   %y = math.exp %x : f32
   func.return %y : f32

@@ -353,10 +353,12 @@ func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 }
 
 // tg.softmax: max and sum passes accumulate with fastmath<reassoc,contract>;
-// r_norm multiplies by 1 / sum, computed once per row.
+// the max only shifts the row, so it is maxnumf (a NaN in the row still makes
+// every output NaN, through the sum); r_norm multiplies by 1 / sum, computed
+// once per row.
 
 // CHECK-LABEL: func.func private @softmax_op_k0_softmax(
-// CHECK:           arith.maximumf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK:           arith.maxnumf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
 // CHECK:         } {qd.loop = "r_max"}
 // CHECK:           math.exp
 // CHECK:           affine.store
