@@ -253,7 +253,7 @@ class F32Emitter:
         return self.from_bits(self.shl(biased, self.i(MANTISSA_BITS)))
 
 
-def exp_f32(em: F32Emitter, x: SSAValue) -> SSAValue:
+def exp_f32(em: F32Emitter, x: SSAValue, bounded: bool = False) -> SSAValue:
     """exp(x) = 2^n * exp(r), with x = n ln2 + r, n = round(x / ln2), |r| <= ln2/2.
 
     1. Clamp x to [-104, 89]: +inf -> inf and -inf -> 0 come out of the arithmetic,
@@ -267,8 +267,12 @@ def exp_f32(em: F32Emitter, x: SSAValue) -> SSAValue:
        (``expand-math{ldexp=true}``, on by default where the host has AVX-512F),
        ``ldexp(exp(r), n)`` instead: the same value, rounded once, in one
        ``vscalefps`` for the ten integer and float steps of the two factors.
+
+    ``bounded``: the caller knows x lies in [-104, 89] (or is NaN), so step 1 is
+    left out (erf's ``Q(a)`` lies in [-18, 0]).
     """
-    x = em.let("xc", em.clamp(x, EXP_LO, EXP_HI))
+    if not bounded:
+        x = em.let("xc", em.clamp(x, EXP_LO, EXP_HI))
     n = em.let("n", em.round_even(em.mul(x, em.f(LOG2E))))
     r = em.fma(n, em.f(-LN2_HI), x)
     r = em.let("r", em.fma(n, em.f(-LN2_LO), r))
@@ -355,6 +359,6 @@ def erf_f32(em: F32Emitter, x: SSAValue) -> SSAValue:
     small = em.let("small", em.fma(em.horner(s, ERF_P), x, x))
     clamped = em.select(em.cmp("ogt", a, em.f(ERF_CLAMP)), em.f(ERF_CLAMP), a)
     q = em.let("q", em.horner(clamped, ERF_Q))
-    erfc = em.let("erfc", exp_f32(em, q))
+    erfc = em.let("erfc", exp_f32(em, q, bounded=True))  # q in [Q(4), 0]
     large = em.let("large", em.copysign(em.sub(em.f(1.0), erfc), x))
     return em.select(em.cmp("olt", a, em.f(ERF_SMALL)), small, large)
