@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "main": {"tools"},
 }
 """Layer -> the layers its modules may import. ``api``: ``qidao/__init__.py`` and the
-backends beside it (``onnx_backend``, ``dynamo_backend``); ``main``: ``__main__``;
+modules beside it (``onnx_backend``, ``dynamo_backend``, ``distributed``, ...); ``main``: ``__main__``;
 ``errors``: ``qidao/errors.py``, the error hierarchy every layer but the dialects
 raises (it imports nothing); ``examples``: the built-in models; ``bench``: the
 benchmark harness (the suites, the ladder, the zoo, the CUDA measurements); ``fuzz``:
@@ -75,6 +75,7 @@ def layer(module: str) -> str:
         "dynamo_backend",
         "optim",
         "generate",
+        "distributed",
     ):
         return "api"
     if parts[1] == "__main__":
