@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -23,11 +27,38 @@ def test_book_example_gives_seven() -> None:
     assert y[0, 0] == 7.0
 
 
+@pytest.fixture(scope="session")
+def examples_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compile cache folder for the graph-mode compiles of the examples, which two
+    tests below make: the second is loaded (a hit), not compiled again. Under
+    pytest-xdist it is in the run's base temporary folder, which holds each worker's
+    own: either worker's compile serves both tests."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / "qidao-cache-examples"
+
+
+def compile_example_graph(
+    name: str, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """``qidao.compile(EXAMPLES[name].build(), mode="graph")``, cached in ``cache``
+    (nothing here monkeypatches the compiler)."""
+    with monkeypatch.context() as m:
+        m.setenv("QIDAO_CACHE", "on")
+        m.setenv("QIDAO_CACHE_DIR", str(cache))
+        compiled = qidao.compile(EXAMPLES[name].build(), mode="graph")
+    assert compiled.stats["cache"] in ("hit", "miss, stored"), compiled.stats["cache"]
+    return compiled
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_builtin_examples_match_numpy(name: str) -> None:
+def test_builtin_examples_match_numpy(
+    name: str, examples_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     example = EXAMPLES[name]
     inputs = example.inputs(np.random.default_rng(1))
-    got = qidao.compile(example.build())(*inputs)
+    got = compile_example_graph(name, examples_cache, monkeypatch)(*inputs)
     rtol, atol = example.tolerance
     for g, want in zip(got, example.reference(*inputs), strict=True):
         np.testing.assert_allclose(g, want, rtol=min(rtol, 1e-6), atol=atol / 10)
@@ -258,12 +289,14 @@ def test_ndarray_trampoline_and_pointer_path_agree() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_eager_and_graph_agree_on_builtin_examples(name: str) -> None:
+def test_eager_and_graph_agree_on_builtin_examples(
+    name: str, examples_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     example = EXAMPLES[name]
     inputs = example.inputs(np.random.default_rng(2))
     want = example.reference(*inputs)
     eager = qidao.compile(example.build(), mode="eager")
-    graph = qidao.compile(example.build(), mode="graph")
+    graph = compile_example_graph(name, examples_cache, monkeypatch)
     assert eager.mode == "eager" and graph.mode == "graph"
     rtol, atol = example.tolerance
     rtol, atol = min(rtol, 1e-6), atol / 10

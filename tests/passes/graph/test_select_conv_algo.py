@@ -10,6 +10,7 @@ tolerance, not bitwise equality.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,15 @@ def case_graph(case: tuple[Any, ...]) -> tuple[Graph, list[Array], Array]:
     return g, [x], want.numpy()
 
 
+@functools.cache
+def compiled_case(index: int, algo: str) -> Any:
+    """``CASES[index]`` compiled with ``algo`` on one thread, once per process: the
+    tests below that read the same compile (its outputs, its ``stats``) share it.
+    Only for compiles made with the pass as it is (none monkeypatched)."""
+    g, _, _ = case_graph(CASES[index])
+    return qidao.compile(g, threads=1, algo=algo)
+
+
 def assert_close(outputs: list[Array], want: Array) -> None:
     (got,) = outputs
     assert got.shape == want.shape
@@ -105,9 +115,8 @@ PAIRS = [(i, algo) for algo in ALGOS for i in APPLIES[algo]]
 
 @pytest.mark.parametrize(("index", "algo"), PAIRS, ids=[f"{i}-{a}" for i, a in PAIRS])
 def test_every_algorithm_matches_torch(index: int, algo: str) -> None:
-    case = CASES[index]
-    g, inputs, want = case_graph(case)
-    compiled = qidao.compile(g, threads=1, algo=algo)
+    _, inputs, want = case_graph(CASES[index])
+    compiled = compiled_case(index, algo)
     assert_close(compiled(*inputs), want)
     (why,) = compiled.stats["conv_algo"].values()
     used = why.split(":")[0]
@@ -131,9 +140,7 @@ def test_forced_algorithms_apply_where_they_should() -> None:
         ("auto", 6): "direct",  # 49 pixels
     }
     for (algo, index), used in expected.items():
-        g, _, _ = case_graph(CASES[index])
-        compiled = qidao.compile(g, threads=1, algo=algo)
-        (why,) = compiled.stats["conv_algo"].values()
+        (why,) = compiled_case(index, algo).stats["conv_algo"].values()
         assert why.startswith(f"{used}:"), (algo, index, why)
 
 
@@ -215,14 +222,29 @@ def test_eager_mode_keeps_direct_loops() -> None:
     assert_close(compiled(*inputs), want)
 
 
+@pytest.fixture(scope="module")
+def benchmarked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    """One real ``algo="benchmark"`` compile of ``CASES[0]`` (each algorithm timed
+    for a millisecond) and the cache folder holding the record it wrote: made once,
+    read by the tests below (each damage starts from its record)."""
+    folder = tmp_path_factory.mktemp("benchmarked")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QIDAO_VERIFY", "each")  # as in the tests (tests/passes/conftest.py)
+        mp.setenv("QIDAO_CACHE_DIR", str(folder))
+        mp.setenv("QIDAO_CACHE", "on")
+        mp.setattr(conv_algo, "MIN_TIME", 0.001)
+        g, _, _ = case_graph(CASES[0])
+        compiled = qidao.compile(g, threads=1, algo="benchmark")
+    return compiled, folder
+
+
 def test_benchmark_measures_then_reads_the_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    benchmarked: tuple[Any, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("QIDAO_CACHE_DIR", str(tmp_path))
+    first, folder = benchmarked
+    monkeypatch.setenv("QIDAO_CACHE_DIR", str(folder))
     monkeypatch.setenv("QIDAO_CACHE", "on")
-    monkeypatch.setattr(conv_algo, "MIN_TIME", 0.001)
     g, inputs, want = case_graph(CASES[0])
-    first = qidao.compile(g, threads=1, algo="benchmark")
     assert_close(first(*inputs), want)
     (why,) = first.stats["conv_algo"].values()
     assert "benchmark:" in why
@@ -236,7 +258,6 @@ def test_benchmark_measures_then_reads_the_record(
 
     # the second compile of the model (cache off, so it compiles again) reads it
     monkeypatch.setattr(conv_algo, "_time", _no_timing)
-    monkeypatch.setenv("QIDAO_CACHE", "on")
     second = qidao.compile(g, threads=1, algo="benchmark", fuse=False)
     (again,) = second.stats["conv_algo"].values()
     assert "benchmark (recorded)" in again
@@ -248,15 +269,11 @@ def _no_timing(*args: Any) -> float:
 
 
 @pytest.fixture(scope="module")
-def good_record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The record one real ``algo="benchmark"`` compile writes (made once: each
-    damage below starts from it)."""
+def good_record(benchmarked: tuple[Any, Path]) -> dict[str, Any]:
+    """The record one real ``algo="benchmark"`` compile writes."""
+    _, folder = benchmarked
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("QIDAO_CACHE_DIR", str(tmp_path_factory.mktemp("good")))
-        mp.setenv("QIDAO_CACHE", "on")
-        mp.setattr(conv_algo, "MIN_TIME", 0.001)
-        g, _, _ = case_graph(CASES[0])
-        qidao.compile(g, threads=1, algo="benchmark")
+        mp.setenv("QIDAO_CACHE_DIR", str(folder))
         record: dict[str, Any] = json.loads(conv_algo.records_path().read_text())
     return record
 
@@ -323,7 +340,7 @@ def test_stats_table_names_each_convolution_algorithm() -> None:
     from qidao.tools.explain import stats_table
 
     g, _, _ = case_graph(CASES[0])
-    graph = qidao.compile(g, threads=1, algo="winograd")
+    graph = compiled_case(0, "winograd")
     eager = qidao.compile(g, threads=1, mode="eager")
     text = stats_table(graph, eager)
     assert "convolution algorithms (1, algo= chooses):" in text
