@@ -1,7 +1,7 @@
 """The fuzzer's cases (``qidao/fuzz/cases.py``): a short run of every kind finds no
-failure (issue 12, item 6), nor a few seeds of the ``cache`` and ``training`` kinds
-(issue 29, item 10); a difference that only an ill-conditioned element decides is
-excused, and no other."""
+failure (issue 12, item 6), the ``cache`` and ``training`` kinds with a seed more and
+every case ok (issue 29, item 10); a difference that only an ill-conditioned element
+decides is excused, and no other."""
 
 from __future__ import annotations
 
@@ -11,11 +11,17 @@ from qidao.fuzz.cases import KINDS
 from qidao.fuzz.report import format_counts
 from qidao.fuzz.run import run_fuzz
 
+MORE_SEEDS = ("cache", "training")
+"""The kinds run with a seed more below, every case ok: their first two seeds are
+the short run's for them."""
 
-def test_a_short_run_of_every_kind_finds_no_failure() -> None:
-    outcomes = run_fuzz(KINDS, cases=2, seed=0, timeout=120, progress=False)
-    assert len(outcomes) == 2 * len(KINDS)
-    assert {o.kind for o in outcomes} == set(KINDS)
+
+def test_a_short_run_of_every_other_kind_finds_no_failure() -> None:
+    others = [k for k in KINDS if k not in MORE_SEEDS]
+    assert set(others) | set(MORE_SEEDS) == set(KINDS)  # every kind runs: here or below
+    outcomes = run_fuzz(others, cases=2, seed=0, timeout=120, progress=False)
+    assert len(outcomes) == 2 * len(others)
+    assert {o.kind for o in outcomes} == set(others)
     assert not [o for o in outcomes if o.failed], format_counts(outcomes)
     # the graph cases compare with ONNX Runtime: most compile and match
     graph = [o for o in outcomes if o.kind == "graph"]
@@ -23,7 +29,8 @@ def test_a_short_run_of_every_kind_finds_no_failure() -> None:
 
 
 def test_the_cache_and_training_kinds_find_no_failure() -> None:
-    outcomes = run_fuzz(["cache", "training"], cases=3, seed=0, progress=False)
+    outcomes = run_fuzz(list(MORE_SEEDS), cases=3, seed=0, progress=False)
+    assert len(outcomes) == 3 * len(MORE_SEEDS)
     assert not [o for o in outcomes if o.failed], format_counts(outcomes)
     assert all(o.status == "ok" for o in outcomes), format_counts(outcomes)
 
