@@ -63,7 +63,6 @@ from qidao.compiler.targets import Target, get_target
 from qidao.compiler.targets.cpu.compiled import Compiled
 from qidao.compiler.trainable import WithParameters, trained_inputs, training_step
 from qidao.errors import ArgumentError, UnsupportedError
-from qidao.frontend.onnx.load import load_model as load_onnx_model
 from qidao.passes.graph.checkpoint import CheckpointError, training_report
 from qidao.passes.graph.select_conv_algo import algo_report, set_measure
 from qidao.runtime.cpu import host_cpu
@@ -243,6 +242,8 @@ def _compile_symbolic(
         raise ArgumentError(
             f"dynamic= with {', '.join(given)}=: training needs static shapes"
         )
+    # the ONNX frontend (and onnx, ~0.5 s to import) only where a model is ONNX
+    from qidao.frontend.onnx.load import load_model as load_onnx_model
     from qidao.frontend.onnx.symbolic import import_symbolic
 
     compiled = _compile_module(
