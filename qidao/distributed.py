@@ -15,7 +15,7 @@ on CPUs, NCCL where GPUs are), started by ``torchrun`` or by a program of one's 
 ``DistributedDataParallel`` then works as it does under Inductor: its hooks
 all-reduce each gradient bucket during the backward, and qidao compiles the forward
 and backward graphs that dynamo hands it (``tests/test_distributed.py`` trains an
-MLP and a CNN on 2 processes and matches one process on the global batch).
+MLP and a CNN on 2 and 4 processes and matches one process on the global batch).
 """
 
 from __future__ import annotations

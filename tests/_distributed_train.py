@@ -10,6 +10,7 @@ the same models, data and loop to the test's one-process reference."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -107,3 +108,11 @@ def main(out: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    # Known defect (issue 34): at interpreter exit, after the group is destroyed,
+    # a process sometimes aborts with "terminate called without an active
+    # exception" (a C++ thread still joinable when its owner is destroyed; about
+    # half the runs on 2 cores). The results are written by then; leave without
+    # running the exit-time destructors until the owner of that thread is found.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,4 +1,4 @@
-"""``qidao.distributed``: ``torchrun`` starts 2 processes on this machine
+"""``qidao.distributed``: ``torchrun`` starts 2 and 4 processes on this machine
 (gloo, loopback), each trains ``DistributedDataParallel(model)`` compiled with
 ``torch.compile(backend="qidao")`` on its slice of every global batch; the losses
 of 50 steps match one process of eager PyTorch on the whole batch."""
@@ -62,10 +62,7 @@ def reference() -> dict[str, list[float]]:
     }
 
 
-# 2 processes: 4 on this 2-core CI machine aborted once (SIGABRT in one rank, its
-# stderr cut off), and passed in every other run; until that is understood the
-# default run starts 2 (the cause is issue 34's to find)
-@pytest.mark.parametrize("processes", [2])
+@pytest.mark.parametrize("processes", [2, 4])
 def test_ddp_under_torch_compile_matches_one_process(
     processes: int, reference: dict[str, list[float]], tmp_path: Path
 ) -> None:
