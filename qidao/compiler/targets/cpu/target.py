@@ -105,8 +105,8 @@ class CpuTarget:
     (one ``vscalefps``) instead of two factors built from exponent bits (ten
     integer and float steps); the same values. None (the default): where the host
     has AVX-512F; elsewhere LLVM makes ``llvm.ldexp`` a libm call per element, so
-    True there is slow, not wrong. Softmax over 1 x 3 x 197 x 197, one thread (AMD
-    EPYC): see ``qidao/passes/cpu/expand_math.py``.
+    True there is slow, not wrong. What it buys (exp, erf, GELU, softmax, measured
+    against ONNX Runtime): ``qidao/passes/cpu/expand_math.py``.
 
     ``pack_weights``: store constant float32 matmul weights in the column panels
     the matmul tile reads (the ``pack-panels`` pass); None (the default): under
